@@ -1,0 +1,108 @@
+"""Core anylaunch types for defining distributed applications.
+
+The main types are AppDef, Role and Resource. Components are functions that return an AppDef
+which can then be launched via a Scheduler.
+
+>>> import anylaunch.specs as specs
+>>> app = specs.AppDef(
+...     name="echo",
+...     roles=[specs.Role(name="worker", image="/tmp", entrypoint="/bin/echo", args=["hello"])],
+... )
+>>> app.name
+'echo'
+"""
+
+from typing import TYPE_CHECKING, Any
+
+from anylaunch.specs.api import (
+    ALL,
+    MISSING,
+    NONE,
+    NULL_RESOURCE,
+    AppDef,
+    AppDryRunInfo,
+    AppHandle,
+    AppState,
+    AppStatus,
+    AppStatusError,
+    BindMount,
+    CfgVal,
+    DeviceMount,
+    InvalidRunConfigException,
+    MalformedAppHandleException,
+    ParsedAppHandle,
+    ReplicaState,
+    ReplicaStatus,
+    Resource,
+    RetryPolicy,
+    Role,
+    RoleStatus,
+    UnknownAppException,
+    UnknownSchedulerException,
+    VolumeMount,
+    Workspace,
+    is_terminal,
+    macros,
+    make_app_handle,
+    parse_app_handle,
+    parse_mounts,
+    runopt,
+    runopts,
+)
+from anylaunch.specs.errors import AnylaunchError, InvalidSpecError
+
+if TYPE_CHECKING:
+    from anylaunch.specs.resources import get_named_resources, named_resources, resource
+
+# Named resources pull in entry points (importlib.metadata): load them on first use only.
+_LAZY = {"named_resources", "resource", "get_named_resources"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        from anylaunch.specs import resources
+
+        return getattr(resources, name)
+    raise AttributeError(f"module 'anylaunch.specs' has no attribute {name!r}")
+
+
+__all__ = [
+    "ALL",
+    "MISSING",
+    "NONE",
+    "NULL_RESOURCE",
+    "AnylaunchError",
+    "AppDef",
+    "AppDryRunInfo",
+    "AppHandle",
+    "AppState",
+    "AppStatus",
+    "AppStatusError",
+    "BindMount",
+    "CfgVal",
+    "DeviceMount",
+    "InvalidRunConfigException",
+    "InvalidSpecError",
+    "MalformedAppHandleException",
+    "ParsedAppHandle",
+    "ReplicaState",
+    "ReplicaStatus",
+    "Resource",
+    "RetryPolicy",
+    "Role",
+    "RoleStatus",
+    "UnknownAppException",
+    "UnknownSchedulerException",
+    "VolumeMount",
+    "Workspace",
+    "get_named_resources",
+    "is_terminal",
+    "macros",
+    "make_app_handle",
+    "named_resources",
+    "parse_app_handle",
+    "parse_mounts",
+    "resource",
+    "runopt",
+    "runopts",
+]

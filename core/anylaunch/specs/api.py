@@ -1,0 +1,929 @@
+"""The job spec data model: AppDef, Role, Resource, states, statuses, macros, mounts, handles.
+
+Everything here is plain data (dataclasses and enums) with validation that raises
+:class:`~anylaunch.specs.errors.InvalidSpecError` naming the field, the value and the fix.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+import string
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, field
+from enum import Enum, IntEnum
+from typing import TYPE_CHECKING, Any, Generic, NamedTuple, TypeVar, Union
+
+from anylaunch.specs.errors import (
+    AnylaunchError,
+    InvalidRunConfigException,
+    InvalidSpecError,
+    MalformedAppHandleException,
+    UnknownAppException,
+    UnknownSchedulerException,
+)
+from anylaunch.specs.runopts import CfgVal, runopt, runopts
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+__all__ = [
+    "ALL",
+    "MISSING",
+    "NONE",
+    "NULL_RESOURCE",
+    "AppDef",
+    "AppDryRunInfo",
+    "AppHandle",
+    "AppState",
+    "AppStatus",
+    "AppStatusError",
+    "BindMount",
+    "CfgVal",
+    "DeviceMount",
+    "InvalidRunConfigException",
+    "MalformedAppHandleException",
+    "ParsedAppHandle",
+    "ReplicaState",
+    "ReplicaStatus",
+    "Resource",
+    "RetryPolicy",
+    "Role",
+    "RoleStatus",
+    "UnknownAppException",
+    "UnknownSchedulerException",
+    "VolumeMount",
+    "Workspace",
+    "is_terminal",
+    "macros",
+    "make_app_handle",
+    "parse_app_handle",
+    "parse_mounts",
+    "runopt",
+    "runopts",
+]
+
+#: Placeholder for a value that was never set.
+MISSING: str = "<MISSING>"
+#: Placeholder for "no value" in string fields (e.g. no structured error).
+NONE: str = "<NONE>"
+#: Selects all roles/replicas where a filter is accepted.
+ALL: str = "ALL"
+
+_ROLE_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
+_ENV_NAME = re.compile(r"^[^=\x00]+$")
+_RESOURCE_NAME_TAG = "anylaunch/resource_name"
+_FRACTIONAL_TAG = "anylaunch/fractional"
+
+
+def _require_int(owner: str, name: str, value: object, minimum: int, fix: str) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidSpecError(f"{owner}.{name}", value, "must be an int", fix)
+    if value < minimum:
+        raise InvalidSpecError(f"{owner}.{name}", value, f"must be at least {minimum}", fix)
+
+
+# ---------------------------------------------------------------------------------------------
+# Resources
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Resource:
+    """Represents resource requirements for a Role.
+
+    Prefer :func:`anylaunch.specs.resource` with named resources (t-shirt sizes) over raw values.
+
+    >>> from anylaunch.specs import Resource
+    >>> Resource(cpu=4, gpu=1, memMB=8192)
+    Resource(cpu=4, gpu=1, memMB=8192, capabilities={}, devices={}, tags={})
+
+    Args:
+        cpu: number of logical cpu cores
+        gpu: number of gpus
+        memMB: MB of ram
+        capabilities: additional hardware specs (interpreted by scheduler)
+        devices: named devices with their quantities (e.g. ``{"vpc.amazonaws.com/efa": 1}``)
+        tags: metadata tags (not interpreted by schedulers)
+    """
+
+    cpu: int
+    gpu: int
+    memMB: int  # noqa: N815 (name from the reference)
+    capabilities: dict[str, Any] = field(default_factory=dict)
+    devices: dict[str, int] = field(default_factory=dict)
+    tags: dict[str, object] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.validate()
+
+    def is_null(self) -> bool:
+        """True for :data:`NULL_RESOURCE` (a role whose resources were never set)."""
+        return (self.cpu, self.gpu, self.memMB) == (-1, -1, -1)
+
+    def validate(self) -> None:
+        """Raises InvalidSpecError if a quantity is negative or not an int."""
+        if self.is_null():
+            return
+        fix = "use a whole number >= 0 (or a named resource: resource(h='cpu.small'))"
+        for name in ("cpu", "gpu", "memMB"):
+            _require_int("Resource", name, getattr(self, name), 0, fix)
+        for device, count in self.devices.items():
+            _require_int("Resource", f"devices[{device!r}]", count, 0, "use a count >= 0")
+
+    @staticmethod
+    def copy(original: Resource, **capabilities: Any) -> Resource:
+        """Copies a resource, merging in the given capabilities.
+
+        >>> r = Resource.copy(Resource(cpu=1, gpu=0, memMB=512), zone="us-east-1a")
+        >>> r.capabilities
+        {'zone': 'us-east-1a'}
+        """
+        return Resource(
+            cpu=original.cpu,
+            gpu=original.gpu,
+            memMB=original.memMB,
+            capabilities={**original.capabilities, **capabilities},
+            devices=dict(original.devices),
+            tags=dict(original.tags),
+        )
+
+    def get_resource_name(self) -> str | None:
+        """Returns the registered named-resource name, or None."""
+        name = self.tags.get(_RESOURCE_NAME_TAG)
+        return name if isinstance(name, str) else None
+
+    def is_fractional(self) -> bool:
+        """Returns True if this resource is a fractional slice of a base named resource."""
+        return bool(self.tags.get(_FRACTIONAL_TAG, False))
+
+
+#: A role's resource when none was given: schedulers that need resources reject it.
+NULL_RESOURCE: Resource = Resource(cpu=-1, gpu=-1, memMB=-1)
+
+
+def _null_resource() -> Resource:
+    return Resource(cpu=-1, gpu=-1, memMB=-1)
+
+
+class RetryPolicy(str, Enum):
+    """What a scheduler restarts when a replica fails.
+
+    - ``REPLICA``: replaces the failed replica; surviving replicas are untouched.
+    - ``APPLICATION``: restarts the entire application (every scheduler supports it).
+    - ``ROLE``: restarts every replica of the failed replica's role.
+    """
+
+    REPLICA = "REPLICA"
+    APPLICATION = "APPLICATION"
+    ROLE = "ROLE"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+# ---------------------------------------------------------------------------------------------
+# Mounts
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class BindMount:
+    """Bind-mounts a host path into the worker container."""
+
+    src_path: str
+    dst_path: str
+    read_only: bool = False
+
+
+@dataclass
+class VolumeMount:
+    """Mounts a persistent volume into the worker container."""
+
+    src: str
+    dst_path: str
+    read_only: bool = False
+
+
+@dataclass
+class DeviceMount:
+    """Mounts a host device into the container (``permissions`` is a subset of ``rwm``)."""
+
+    src_path: str
+    dst_path: str
+    permissions: str = "rwm"
+
+    def __post_init__(self) -> None:
+        if not self.permissions or set(self.permissions) - set("rwm"):
+            raise InvalidSpecError(
+                "DeviceMount.permissions",
+                self.permissions,
+                "must be made of the letters r, w and m",
+                "use e.g. 'rwm' or 'r'",
+            )
+
+
+Mount = Union[BindMount, VolumeMount, DeviceMount]  # noqa: UP007 (a runtime alias)
+
+_MOUNT_KEYS = {
+    "src": "src",
+    "source": "src",
+    "dst": "dst",
+    "destination": "dst",
+    "target": "dst",
+    "readonly": "readonly",
+    "ro": "readonly",
+    "perm": "perm",
+    "permissions": "perm",
+}
+
+
+def _mount_error(spec: str, problem: str) -> InvalidSpecError:
+    return InvalidSpecError(
+        "mounts",
+        spec,
+        problem,
+        "write type=bind,src=/host,dst=/container[,readonly] | "
+        "type=volume,src=NAME,dst=/container[,readonly] | "
+        "type=device,src=/dev/X[,dst=/dev/Y][,perm=rwm]",
+    )
+
+
+def parse_mounts(opts: list[str]) -> list[BindMount | VolumeMount | DeviceMount]:
+    """Parses Docker-style mount options into typed mounts.
+
+    Several mounts may share one list; ``type`` must come first in each.
+
+    >>> parse_mounts(["type=bind,src=/host,dst=/container,readonly"])
+    [BindMount(src_path='/host', dst_path='/container', read_only=True)]
+    >>> parse_mounts(["type=volume", "src=data", "dst=/data", "type=device", "src=/dev/fuse"])
+    [VolumeMount(src='data', dst_path='/data', read_only=False), DeviceMount(src_path='/dev/fuse', dst_path='/dev/fuse', permissions='rwm')]
+    """
+    spec = ",".join(opts)
+    groups: list[dict[str, str]] = []
+    for token in (t.strip() for opt in opts for t in opt.split(",")):
+        if not token:
+            continue
+        key, sep, value = token.partition("=")
+        key = key.strip().lower()
+        if key == "type":
+            groups.append({"type": value.strip()})
+            continue
+        if not groups:
+            raise _mount_error(spec, f"{token!r} comes before any type=...")
+        canonical = _MOUNT_KEYS.get(key)
+        if canonical is None:
+            raise _mount_error(spec, f"unknown mount option {key!r}")
+        groups[-1][canonical] = value if sep else "true"
+
+    mounts: list[BindMount | VolumeMount | DeviceMount] = []
+    for group in groups:
+        kind = group["type"]
+        read_only = group.get("readonly", "false").lower() in ("true", "1", "yes")
+        if kind in ("bind", "volume") and ("src" not in group or "dst" not in group):
+            raise _mount_error(spec, f"a {kind} mount needs src and dst")
+        if kind == "bind":
+            mounts.append(BindMount(group["src"], group["dst"], read_only))
+        elif kind == "volume":
+            mounts.append(VolumeMount(group["src"], group["dst"], read_only))
+        elif kind == "device":
+            if "src" not in group:
+                raise _mount_error(spec, "a device mount needs src")
+            src = group["src"]
+            mounts.append(DeviceMount(src, group.get("dst", src), group.get("perm", "rwm")))
+        else:
+            raise _mount_error(spec, f"unknown mount type {kind!r}")
+    return mounts
+
+
+# ---------------------------------------------------------------------------------------------
+# Workspace
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Workspace:
+    """Maps local project directories to remote workspace locations.
+
+    >>> from anylaunch.specs import Workspace
+    >>> # copies ~/github/torch/** into $REMOTE_ROOT/torch/**
+    >>> ws = Workspace(projects={"~/github/torch": "torch"})
+    >>> # copies ~/github/torch/** into $REMOTE_ROOT/** (no sub-dir)
+    >>> ws = Workspace(projects={"~/github/torch": ""})
+    >>> ws.is_unmapped_single_project()
+    True
+
+    Args:
+        projects: ``{local_path: remote_subdir}`` mapping.
+    """
+
+    projects: dict[str, str]
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.projects, dict) or not self.projects:
+            raise InvalidSpecError(
+                "Workspace.projects",
+                self.projects,
+                "must be a non-empty {local_path: remote_subdir} dict",
+                "e.g. Workspace(projects={'.': ''})",
+            )
+
+    def is_unmapped_single_project(self) -> bool:
+        """True if this is a single-project workspace with no target sub-directory."""
+        return len(self.projects) == 1 and next(iter(self.projects.values())) == ""
+
+    def merge_into(self, outdir: str | Path) -> None:
+        """Copies each project into ``{outdir}/{target}`` (local paths or fsspec URLs)."""
+        import os
+        import shutil
+
+        for src, target in self.projects.items():
+            dst = os.path.join(str(outdir), target)
+            if "://" in src:
+                import fsspec
+
+                fs, path = fsspec.core.url_to_fs(src)
+                fs.get(path, dst, recursive=True)
+                continue
+            local = os.path.expanduser(src)
+            if os.path.isdir(local):
+                shutil.copytree(local, dst, dirs_exist_ok=True, symlinks=True)
+            elif os.path.isfile(local):
+                os.makedirs(os.path.dirname(dst) or ".", exist_ok=True)
+                shutil.copy2(local, dst if target else os.path.join(dst, os.path.basename(local)))
+            else:
+                raise InvalidSpecError(
+                    "Workspace.projects",
+                    src,
+                    "the local path does not exist",
+                    "point the workspace at an existing file or directory",
+                )
+
+    def __str__(self) -> str:
+        return ",".join(f"{k}:{v}" if v else k for k, v in self.projects.items())
+
+
+# ---------------------------------------------------------------------------------------------
+# Macros
+# ---------------------------------------------------------------------------------------------
+
+
+def _substitute_nested(value: Any, substitute: Callable[[str], str]) -> Any:
+    if isinstance(value, str):
+        return substitute(value)
+    if isinstance(value, dict):
+        return {k: _substitute_nested(v, substitute) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_substitute_nested(v, substitute) for v in value]
+    return value
+
+
+class macros:  # noqa: N801 (public name from the reference)
+    """Template variables substituted at runtime in ``Role.args``, ``Role.env`` and
+    ``Role.metadata`` (macros in other fields are NOT substituted).
+
+    - ``img_root``: root directory of the pulled image
+    - ``app_id``: application id as assigned by the scheduler
+    - ``replica_id``: per-role replica index (0, 1, ...), kept by a replacement replica
+    - ``rank0_env``: the NAME of the environment variable holding the rank-0 host address;
+      expand it in a shell as ``$${${rank0_env}}`` (``$$`` escapes a literal ``$``)
+
+    >>> from anylaunch.specs import AppDef, Role, macros
+    >>> trainer = Role(
+    ...     name="trainer",
+    ...     image="my_image:latest",
+    ...     entrypoint="train.py",
+    ...     args=["--app_id", macros.app_id],
+    ...     env={"IMG_ROOT": macros.img_root},
+    ... )
+    >>> app = AppDef("train_app", roles=[trainer])
+    >>> values = macros.Values(img_root="/img", app_id="a1", replica_id="0", rank0_env="HOST0")
+    >>> values.apply(trainer).args
+    ['--app_id', 'a1']
+    >>> values.substitute("$${${rank0_env}:=localhost}:29500")  # for a shell to expand
+    '${HOST0:=localhost}:29500'
+    """
+
+    img_root = "${img_root}"
+    base_img_root = "${base_img_root}"
+    app_id = "${app_id}"
+    replica_id = "${replica_id}"
+    rank0_env = "${rank0_env}"
+
+    @dataclass
+    class Values:
+        """Concrete macro values for one replica."""
+
+        img_root: str
+        app_id: str
+        replica_id: str
+        rank0_env: str
+        base_img_root: str = "DEPRECATED"
+
+        def apply(self, role: Role) -> Role:
+            """Returns a deep copy of ``role`` with macros substituted."""
+            role = copy.deepcopy(role)
+            role.args = [self.substitute(arg) for arg in role.args]
+            role.env = {k: self.substitute(v) for k, v in role.env.items()}
+            role.metadata = _substitute_nested(role.metadata, self.substitute)
+            return role
+
+        def substitute(self, arg: str) -> str:
+            """Substitutes macro placeholders in ``arg`` (unknown ``${x}`` are left alone)."""
+            return string.Template(arg).safe_substitute(**self.to_dict())
+
+        def to_dict(self) -> dict[str, Any]:
+            """Returns the macro values as a plain dict."""
+            return asdict(self)
+
+
+# ---------------------------------------------------------------------------------------------
+# Roles and apps
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Role:
+    """A set of identical replicas that perform one duty within an AppDef.
+
+    >>> from anylaunch.specs import Role, Resource
+    >>> trainer = Role(
+    ...     name="trainer",
+    ...     image="pytorch/torch:latest",
+    ...     entrypoint="train.py",
+    ...     args=["--lr", "0.01"],
+    ...     num_replicas=4,
+    ...     resource=Resource(cpu=4, gpu=1, memMB=8192),
+    ... )
+
+    Args:
+        name: name of the role (letters, digits, ``_``, ``.``, ``-``)
+        image: software bundle installed on the container (docker image, directory, ...)
+        min_replicas: minimum replicas for elastic scaling (None: run at num_replicas)
+        entrypoint: command to invoke inside the container
+        args: arguments to the entrypoint
+        env: environment variable mappings
+        num_replicas: number of container replicas
+        max_retries: max number of retries before giving up
+        retry_policy: retry behavior upon failures
+        resource: resource requirements per replica
+        port_map: named port mappings (e.g. ``{"tensorboard": 8081}``)
+        metadata: scheduler-specific data; keys should follow ``$scheduler.$key``
+        mounts: bind, volume, or device mounts
+        workspace: local project directories to mirror on the remote job
+        overrides: scheduler-specific request overrides
+    """
+
+    name: str
+    image: str
+    min_replicas: int | None = None
+    entrypoint: str = MISSING
+    args: list[str] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)
+    num_replicas: int = 1
+    max_retries: int = 0
+    retry_policy: RetryPolicy = RetryPolicy.APPLICATION
+    resource: Resource = field(default_factory=_null_resource)
+    port_map: dict[str, int] = field(default_factory=dict)
+    metadata: dict[str, Any] = field(default_factory=dict)
+    mounts: list[BindMount | VolumeMount | DeviceMount] = field(default_factory=list)
+    workspace: Workspace | None = None
+    overrides: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.validate()
+
+    def validate(self) -> None:
+        """Raises InvalidSpecError naming the first field that cannot work."""
+        if not isinstance(self.name, str) or not _ROLE_NAME.match(self.name):
+            raise InvalidSpecError(
+                "Role.name",
+                self.name,
+                "must be a non-empty name of letters, digits, '_', '.' or '-' "
+                "(it appears in handles, paths and backend object names)",
+                "rename the role, e.g. 'trainer' or 'worker-0'",
+            )
+        where = f"Role[{self.name}]"
+        if not isinstance(self.image, str):
+            raise InvalidSpecError(f"{where}.image", self.image, "must be a str", "pass a str")
+        if not isinstance(self.entrypoint, str) or not self.entrypoint:
+            raise InvalidSpecError(
+                f"{where}.entrypoint", self.entrypoint, "must be a non-empty str", "pass a command"
+            )
+        if not isinstance(self.args, list) or not all(isinstance(a, str) for a in self.args):
+            raise InvalidSpecError(
+                f"{where}.args",
+                self.args,
+                "must be a list of str",
+                "convert each argument with str(), e.g. args=['--lr', str(lr)]",
+            )
+        if not isinstance(self.env, dict):
+            raise InvalidSpecError(f"{where}.env", type(self.env).__name__, "must be a dict", "")
+        for key, value in self.env.items():
+            if not isinstance(key, str) or not _ENV_NAME.match(key):
+                raise InvalidSpecError(
+                    f"{where}.env", key, "is not a valid variable name", "drop '=' from the name"
+                )
+            if not isinstance(value, str):
+                # the value itself may be a secret: name only its type
+                raise InvalidSpecError(
+                    f"{where}.env[{key!r}]",
+                    f"<{type(value).__name__}>",
+                    "must be a str",
+                    "convert the value with str()",
+                )
+        _require_int(where, "num_replicas", self.num_replicas, 1, "set num_replicas >= 1")
+        _require_int(where, "max_retries", self.max_retries, 0, "set max_retries >= 0")
+        if self.min_replicas is not None:
+            _require_int(where, "min_replicas", self.min_replicas, 1, "set min_replicas >= 1")
+            if self.min_replicas > self.num_replicas:
+                raise InvalidSpecError(
+                    f"{where}.min_replicas",
+                    self.min_replicas,
+                    f"is greater than num_replicas={self.num_replicas}",
+                    "set min_replicas <= num_replicas (or leave it None)",
+                )
+        if not isinstance(self.retry_policy, RetryPolicy):
+            try:
+                self.retry_policy = RetryPolicy(self.retry_policy)
+            except ValueError:
+                raise InvalidSpecError(
+                    f"{where}.retry_policy",
+                    self.retry_policy,
+                    "is not a RetryPolicy",
+                    f"use one of {', '.join(p.value for p in RetryPolicy)}",
+                ) from None
+        if not isinstance(self.resource, Resource):
+            raise InvalidSpecError(
+                f"{where}.resource", self.resource, "must be a Resource", "use specs.resource(...)"
+            )
+        self.resource.validate()
+        for port_name, port in self.port_map.items():
+            if isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536:
+                raise InvalidSpecError(
+                    f"{where}.port_map[{port_name!r}]", port, "is not a port", "use 1-65535"
+                )
+        for mount in self.mounts:
+            if not isinstance(mount, (BindMount, VolumeMount, DeviceMount)):
+                raise InvalidSpecError(
+                    f"{where}.mounts",
+                    mount,
+                    "is not a BindMount, VolumeMount or DeviceMount",
+                    "build mounts with specs.parse_mounts([...])",
+                )
+
+    def pre_proc(self, scheduler: str, dryrun_info: AppDryRunInfo[Any]) -> AppDryRunInfo[Any]:
+        """Hook for role-specific scheduler request modifications.
+
+        Called per role during ``Scheduler.submit_dryrun``, in the order of ``AppDef.roles``.
+        """
+        return dryrun_info
+
+
+@dataclass
+class AppDef:
+    """A distributed application composed of one or more :class:`Role` s.
+
+    >>> from anylaunch.specs import AppDef, Role
+    >>> app = AppDef(
+    ...     name="my_train",
+    ...     roles=[Role(name="trainer", image="my_image:latest")],
+    ... )
+
+    Args:
+        name: application name
+        roles: the roles of the app
+        metadata: scheduler-specific metadata (treatment varies by scheduler)
+    """
+
+    name: str
+    roles: list[Role] = field(default_factory=list)
+    metadata: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name.strip() or self.name != self.name.strip():
+            raise InvalidSpecError(
+                "AppDef.name",
+                self.name,
+                "must be a non-empty str without leading/trailing whitespace",
+                "pass a name such as 'train'",
+            )
+        if not isinstance(self.roles, list):
+            raise InvalidSpecError(
+                "AppDef.roles", self.roles, "must be a list of Role", "pass roles=[Role(...)]"
+            )
+        self._check_roles()
+
+    def _check_roles(self) -> None:
+        seen: set[str] = set()
+        for role in self.roles:
+            if not isinstance(role, Role):
+                raise InvalidSpecError(
+                    "AppDef.roles", role, "is not a Role", "pass roles=[Role(...)]"
+                )
+            if role.name in seen:
+                raise InvalidSpecError(
+                    "AppDef.roles",
+                    role.name,
+                    "two roles have this name",
+                    "give every role a distinct name",
+                )
+            seen.add(role.name)
+
+    def validate(self) -> None:
+        """Checks the whole app before submission (roles may have changed since creation).
+
+        >>> AppDef(name="empty").validate()
+        Traceback (most recent call last):
+        ...
+        anylaunch.specs.errors.InvalidSpecError: AppDef.roles=[] is invalid: an app needs at least one role. Fix: pass roles=[Role(name=..., image=..., entrypoint=...)]
+        """
+        if not self.roles:
+            raise InvalidSpecError(
+                "AppDef.roles",
+                self.roles,
+                "an app needs at least one role",
+                "pass roles=[Role(name=..., image=..., entrypoint=...)]",
+            )
+        self._check_roles()
+        for role in self.roles:
+            role.validate()
+
+
+# ---------------------------------------------------------------------------------------------
+# States and statuses
+# ---------------------------------------------------------------------------------------------
+
+
+class AppState(IntEnum):
+    """State of an application (or of one replica: :data:`ReplicaState`).
+
+    UNSUBMITTED → SUBMITTED → PENDING → RUNNING → SUCCEEDED | FAILED | CANCELLED; UNKNOWN when
+    the scheduler cannot tell. A preempted app may move from RUNNING back to PENDING.
+
+    >>> AppState.SUCCEEDED.is_terminal(), AppState.RUNNING.is_terminal()
+    (True, False)
+    """
+
+    UNSUBMITTED = 0
+    SUBMITTED = 1
+    PENDING = 2
+    RUNNING = 3
+    SUCCEEDED = 4
+    FAILED = 5
+    CANCELLED = 6
+    UNKNOWN = 7
+
+    def __str__(self) -> str:
+        return self.name
+
+    def is_terminal(self) -> bool:
+        """True for SUCCEEDED, FAILED and CANCELLED."""
+        return self in _TERMINAL_STATES
+
+
+_TERMINAL_STATES = frozenset({AppState.SUCCEEDED, AppState.FAILED, AppState.CANCELLED})
+
+#: The state of one replica uses the same values as the state of an app.
+ReplicaState = AppState
+
+
+def is_terminal(state: AppState) -> bool:
+    """True if ``state`` is SUCCEEDED, FAILED or CANCELLED.
+
+    >>> is_terminal(AppState.FAILED)
+    True
+    """
+    return state in _TERMINAL_STATES
+
+
+def _state_from(value: object) -> AppState:
+    if isinstance(value, AppState):
+        return value
+    if isinstance(value, str):
+        return AppState[value.upper()]
+    if isinstance(value, int):
+        return AppState(value)
+    raise ValueError(f"{value!r} is not an AppState")
+
+
+@dataclass
+class ReplicaStatus:
+    """The status of one replica of a role."""
+
+    id: int
+    state: AppState
+    role: str
+    hostname: str
+    structured_error_msg: str = NONE
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-friendly form (the state by name)."""
+        return {**asdict(self), "state": self.state.name}
+
+
+@dataclass
+class RoleStatus:
+    """The statuses of the replicas of one role."""
+
+    role: str
+    replicas: list[ReplicaStatus] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-friendly form."""
+        return {"role": self.role, "replicas": [r.to_dict() for r in self.replicas]}
+
+
+@dataclass
+class AppStatus:
+    """Runtime status of an AppDef (roles hold the replica statuses of the latest attempt).
+
+    >>> status = AppStatus(AppState.FAILED, msg="replica trainer/0 exited 1")
+    >>> status.to_dict()["state"]
+    'FAILED'
+    >>> AppStatus.from_dict(status.to_dict()) == status
+    True
+    >>> status.raise_for_status()
+    Traceback (most recent call last):
+    ...
+    anylaunch.specs.api.AppStatusError: app ended FAILED: replica trainer/0 exited 1
+    """
+
+    state: AppState
+    num_restarts: int = 0
+    msg: str = ""
+    structured_error_msg: str = NONE
+    ui_url: str | None = None
+    roles: list[RoleStatus] = field(default_factory=list)
+
+    def is_terminal(self) -> bool:
+        """True once the app has SUCCEEDED, FAILED or been CANCELLED."""
+        return is_terminal(self.state)
+
+    def raise_for_status(self) -> None:
+        """Raises :class:`AppStatusError` if the state is not SUCCEEDED."""
+        if self.state != AppState.SUCCEEDED:
+            raise AppStatusError(self)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-friendly form (states by name), e.g. for XCom or a task result."""
+        return {
+            "state": self.state.name,
+            "num_restarts": self.num_restarts,
+            "msg": self.msg,
+            "structured_error_msg": self.structured_error_msg,
+            "ui_url": self.ui_url,
+            "roles": [r.to_dict() for r in self.roles],
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> AppStatus:
+        """Inverse of :meth:`to_dict`."""
+        return cls(
+            state=_state_from(data["state"]),
+            num_restarts=int(data.get("num_restarts", 0)),
+            msg=str(data.get("msg", "")),
+            structured_error_msg=str(data.get("structured_error_msg", NONE)),
+            ui_url=data.get("ui_url"),
+            roles=[
+                RoleStatus(
+                    role=r["role"],
+                    replicas=[
+                        ReplicaStatus(
+                            id=int(rep["id"]),
+                            state=_state_from(rep["state"]),
+                            role=rep["role"],
+                            hostname=rep.get("hostname", ""),
+                            structured_error_msg=rep.get("structured_error_msg", NONE),
+                        )
+                        for rep in r.get("replicas", [])
+                    ],
+                )
+                for r in data.get("roles", [])
+            ],
+        )
+
+    def to_json(self) -> str:
+        """The status as a JSON document."""
+        import json
+
+        return json.dumps(self.to_dict(), indent=2)
+
+    def to_yaml(self) -> str:
+        """The status as a YAML document."""
+        import yaml
+
+        return str(yaml.safe_dump({"AppStatus": self.to_dict()}, sort_keys=False))
+
+    def format(self, filter_roles: list[str] | None = None) -> str:
+        """Human-readable status, optionally only for the roles in ``filter_roles``.
+
+        >>> print(AppStatus(AppState.RUNNING, roles=[RoleStatus("trainer", [
+        ...     ReplicaStatus(0, AppState.RUNNING, "trainer", "localhost")])]).format())
+        AppStatus:
+          State: RUNNING
+          Num Restarts: 0
+          Roles:
+            trainer:
+              0: RUNNING on localhost
+          Msg:
+          Structured Error Msg: <NONE>
+          UI URL: None
+        """
+        lines = [
+            "AppStatus:",
+            f"  State: {self.state.name}",
+            f"  Num Restarts: {self.num_restarts}",
+            "  Roles:",
+        ]
+        for role_status in self.roles:
+            if filter_roles and role_status.role not in filter_roles:
+                continue
+            lines.append(f"    {role_status.role}:")
+            for rep in role_status.replicas:
+                where = f" on {rep.hostname}" if rep.hostname else ""
+                err = "" if rep.structured_error_msg == NONE else f" ({rep.structured_error_msg})"
+                lines.append(f"      {rep.id}: {rep.state.name}{where}{err}")
+        lines += [
+            f"  Msg: {self.msg}".rstrip(),
+            f"  Structured Error Msg: {self.structured_error_msg}",
+            f"  UI URL: {self.ui_url}",
+        ]
+        return "\n".join(lines)
+
+
+class AppStatusError(AnylaunchError):
+    """Raised by :meth:`AppStatus.raise_for_status` when an app did not succeed."""
+
+    def __init__(self, app_status: AppStatus, *args: object) -> None:
+        self.app_status = app_status
+        detail = f": {app_status.msg}" if app_status.msg else ""
+        super().__init__(f"app ended {app_status.state.name}{detail}", *args)
+
+
+# ---------------------------------------------------------------------------------------------
+# Dryrun info and handles
+# ---------------------------------------------------------------------------------------------
+
+T = TypeVar("T")
+
+
+class AppDryRunInfo(Generic[T]):
+    """The scheduler request that would be submitted; ``print(info)`` shows it readably.
+
+    >>> info = AppDryRunInfo({"cmd": ["echo", "hi"]}, lambda r: f"would run {r['cmd']}")
+    >>> print(info)
+    would run ['echo', 'hi']
+    """
+
+    def __init__(self, request: T, fmt: Callable[[T], str]) -> None:
+        self.request = request
+        self._fmt = fmt
+        # set by the scheduler/runner so that schedule() can route and build the handle
+        self._app: AppDef | None = None
+        self._cfg: Mapping[str, CfgVal] | None = None
+        self._scheduler: str | None = None
+
+    def __repr__(self) -> str:
+        return self._fmt(self.request)
+
+    __str__ = __repr__
+
+
+#: An app handle: ``{scheduler}://{session_name}/{app_id}``.
+AppHandle = str
+
+_HANDLE = re.compile(r"^(?P<scheduler>[A-Za-z0-9_.-]+)://(?P<session>[^/]*)/(?P<app_id>[^/\s]+)$")
+
+
+class ParsedAppHandle(NamedTuple):
+    """Parsed components of an AppHandle."""
+
+    scheduler_backend: str
+    session_name: str
+    app_id: str
+
+
+def parse_app_handle(app_handle: AppHandle) -> ParsedAppHandle:
+    """Parses ``{scheduler}://{session_name}/{app_id}`` into its components.
+
+    >>> parse_app_handle("k8s://default/foo_bar")
+    ParsedAppHandle(scheduler_backend='k8s', session_name='default', app_id='foo_bar')
+    >>> parse_app_handle("k8s:///foo_bar")
+    ParsedAppHandle(scheduler_backend='k8s', session_name='', app_id='foo_bar')
+    """
+    match = _HANDLE.match(app_handle) if isinstance(app_handle, str) else None
+    if match is None:
+        raise MalformedAppHandleException(str(app_handle))
+    return ParsedAppHandle(match["scheduler"], match["session"], match["app_id"])
+
+
+def make_app_handle(scheduler_backend: str, session_name: str, app_id: str) -> AppHandle:
+    """Builds an app handle.
+
+    >>> make_app_handle("local_cwd", "default", "echo-1a2b")
+    'local_cwd://default/echo-1a2b'
+    """
+    handle = f"{scheduler_backend}://{session_name}/{app_id}"
+    parse_app_handle(handle)  # reject ids that would not parse back
+    return handle

@@ -1,0 +1,346 @@
+"""Scheduler run configuration: the schema (``runopts``) and its parsing rules.
+
+A run config (``cfg``) is a flat mapping of option name to :data:`CfgVal`. Each scheduler
+declares the options it accepts as a :class:`runopts`; :meth:`runopts.resolve` validates a
+cfg against it and fills defaults.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, Union, get_args, get_origin
+
+from anylaunch.specs.errors import InvalidRunConfigException, did_you_mean
+
+#: Type of a run config value.
+CfgVal = Union[str, int, float, bool, list[str], dict[str, str], None]  # noqa: UP007 (a runtime alias)
+
+_CAMEL_BOUNDARY = re.compile(r"(?<!^)(?=[A-Z])")
+_TRUE = frozenset({"true", "1", "yes", "y", "on"})
+_FALSE = frozenset({"false", "0", "no", "n", "off"})
+
+
+def camel_to_snake(name: str) -> str:
+    """Converts a camelCase option name to snake_case.
+
+    >>> camel_to_snake("clusterName")
+    'cluster_name'
+    >>> camel_to_snake("already_snake")
+    'already_snake'
+    """
+    return _CAMEL_BOUNDARY.sub("_", name).lower()
+
+
+def snake_to_camel(name: str) -> str:
+    """Converts a snake_case option name to camelCase.
+
+    >>> snake_to_camel("cluster_name")
+    'clusterName'
+    """
+    head, *rest = name.split("_")
+    return head + "".join(part[:1].upper() + part[1:] for part in rest)
+
+
+def _type_name(tp: Any) -> str:
+    return getattr(tp, "__name__", None) if get_origin(tp) is None else str(tp)  # type: ignore[return-value]
+
+
+def _is_list_type(tp: Any) -> bool:
+    return tp is list or get_origin(tp) is list
+
+
+def _is_dict_type(tp: Any) -> bool:
+    return tp is dict or get_origin(tp) is dict
+
+
+def _split_items(value: str) -> list[str]:
+    return [item for item in re.split(r"[,;]", value) if item != ""]
+
+
+@dataclass(frozen=True)
+class runopt:  # noqa: N801 (public name from the reference)
+    """Metadata for a single scheduler run option."""
+
+    default: CfgVal
+    opt_type: Any
+    is_required: bool
+    help: str
+
+    def cast_to_type(self, value: str) -> CfgVal:
+        """Casts ``value`` (a string from the CLI or a config file) to this option's type.
+
+        ``bool`` takes true/false (any case, also 1/0, yes/no); ``list[str]`` takes ``a,b,c`` or
+        ``a;b;c``; ``dict[str, str]`` takes ``a:1,b:2`` or ``a:1;b:2`` (``:`` because ``=`` separates
+        options at the top level).
+
+        >>> runopt(None, int, False, "").cast_to_type("1")
+        1
+        >>> runopt(None, bool, False, "").cast_to_type("False")
+        False
+        >>> runopt(None, list[str], False, "").cast_to_type("a;b;c")
+        ['a', 'b', 'c']
+        >>> runopt(None, dict[str, str], False, "").cast_to_type("a:1,b:2")
+        {'a': '1', 'b': '2'}
+        """
+        if not isinstance(value, str):
+            raise TypeError(f"cast_to_type takes the option's string form, got {value!r}")
+        tp = self.opt_type
+        if tp is str:
+            return value
+        if tp is bool:
+            lowered = value.strip().lower()
+            if lowered in _TRUE:
+                return True
+            if lowered in _FALSE:
+                return False
+            raise ValueError(f"{value!r} is not a bool: use True or False")
+        if tp is int:
+            return int(value)
+        if tp is float:
+            return float(value)
+        if _is_list_type(tp):
+            return _split_items(value)
+        if _is_dict_type(tp):
+            parsed: dict[str, str] = {}
+            for item in _split_items(value):
+                key, sep, val = item.partition(":")
+                if not sep:
+                    raise ValueError(f"{item!r} in {value!r} is not KEY:VALUE: write a:1,b:2")
+                parsed[key] = val
+            return parsed
+        raise TypeError(f"unsupported run option type {tp!r}")
+
+
+def _cfg_str_to_pairs(cfg_str: str) -> dict[str, str]:
+    """Splits ``K1=V1,K2=V2`` into pairs; the last ``,``/``;`` before a ``=`` ends the value."""
+    segments = cfg_str.split("=")
+    if len(segments) < 2:
+        raise InvalidRunConfigException(
+            "cfg",
+            cfg_str,
+            "expected at least one KEY=VALUE pair",
+            "write options as KEY=VALUE pairs joined by ',' or ';', e.g. queue=default,priority=2",
+        )
+    pairs: dict[str, str] = {}
+    key = segments[0].strip()
+    for middle in segments[1:-1]:
+        cut = max(middle.rfind(","), middle.rfind(";"))
+        if cut == -1:
+            raise InvalidRunConfigException(
+                "cfg",
+                cfg_str,
+                f"cannot tell where the value of {key!r} ends",
+                "separate KEY=VALUE pairs with ',' or ';'",
+            )
+        pairs[key] = middle[:cut]
+        key = middle[cut + 1 :].strip()
+    last = segments[-1]
+    pairs[key] = last[:-1] if last.endswith((",", ";")) else last
+    for name in pairs:
+        if not name:
+            raise InvalidRunConfigException(
+                "cfg", cfg_str, "an option has an empty name", "write KEY=VALUE"
+            )
+    return pairs
+
+
+class runopts:  # noqa: N801 (public name from the reference)
+    """Schema for scheduler run configuration.
+
+    Holds accepted config keys, defaults, and help strings.
+
+    >>> from anylaunch.specs import runopts
+    >>> opts = runopts()
+    >>> opts.add("cluster_id", type_=int, help="cluster to submit the job", required=True)
+    >>> opts.add("priority", type_=float, default=0.5, help="job priority")
+    >>> opts.add("preemptible", type_=bool, default=False, help="is the job preemptible")
+    >>> opts.resolve({"clusterId": 3})
+    {'cluster_id': 3, 'priority': 0.5, 'preemptible': False}
+    """
+
+    def __init__(self) -> None:
+        self._opts: dict[str, runopt] = {}
+
+    def __iter__(self) -> Iterator[tuple[str, runopt]]:
+        return iter(self._opts.items())
+
+    def __len__(self) -> int:
+        return len(self._opts)
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and self._canonical(name) is not None
+
+    @staticmethod
+    def is_type(obj: CfgVal, tp: Any) -> bool:
+        """Like ``isinstance`` but supports generic types (e.g. ``list[str]``).
+
+        >>> runopts.is_type(["a"], list[str]), runopts.is_type([1], list[str])
+        (True, False)
+        >>> runopts.is_type(True, int)
+        False
+        """
+        if _is_list_type(tp):
+            args = get_args(tp) or (str,)
+            return isinstance(obj, list) and all(isinstance(v, args[0]) for v in obj)
+        if _is_dict_type(tp):
+            args = get_args(tp) or (str, str)
+            return isinstance(obj, dict) and all(
+                isinstance(k, args[0]) and isinstance(v, args[1]) for k, v in obj.items()
+            )
+        if tp in (int, float) and isinstance(obj, bool):
+            return False  # bool is an int subclass, never a valid int/float option value
+        if tp is float and isinstance(obj, int):
+            return True
+        return isinstance(obj, tp)
+
+    def add(
+        self,
+        cfg_key: str,
+        type_: Any,
+        help: str,  # noqa: A002 (name from the reference)
+        default: CfgVal = None,
+        required: bool = False,
+    ) -> None:
+        """Registers a config option. Required options must not have a default."""
+        if required and default is not None:
+            raise ValueError(
+                f"run option {cfg_key!r} is required and has default {default!r}: "
+                "a required option cannot have a default; drop one of them"
+            )
+        if default is not None and not runopts.is_type(default, type_):
+            raise TypeError(
+                f"run option {cfg_key!r}: default {default!r} is not of type {_type_name(type_)}"
+            )
+        self._opts[cfg_key] = runopt(default, type_, required, help)
+
+    def update(self, other: runopts) -> None:
+        """Adds every option of ``other`` (its options win on a name clash)."""
+        self._opts.update(other._opts)
+
+    def _canonical(self, name: str) -> str | None:
+        if name in self._opts:
+            return name
+        snake = camel_to_snake(name)
+        return snake if snake in self._opts else None
+
+    def get(self, name: str) -> runopt | None:
+        """Returns the registered option, or None. Accepts camelCase names."""
+        canonical = self._canonical(name)
+        return self._opts[canonical] if canonical is not None else None
+
+    def resolve(self, cfg: Mapping[str, CfgVal]) -> dict[str, CfgVal]:
+        """Validates ``cfg`` against the registered options and fills in defaults.
+
+        Raises:
+            InvalidRunConfigException: an unknown option (with a did-you-mean), a missing
+                required option, or a value of the wrong type.
+        """
+        resolved: dict[str, CfgVal] = {}
+        for key, value in cfg.items():
+            canonical = self._canonical(key)
+            if canonical is None:
+                raise InvalidRunConfigException(
+                    key,
+                    value,
+                    f"unknown run option{did_you_mean(key, self._opts)}",
+                    f"use one of: {', '.join(sorted(self._opts)) or '(this scheduler has none)'}",
+                )
+            resolved[canonical] = value
+        for name, opt in self._opts.items():
+            value = resolved.get(name)
+            if value is None:
+                if opt.is_required:
+                    raise InvalidRunConfigException(
+                        name,
+                        None,
+                        f"required run option is missing ({opt.help})",
+                        f"pass it, e.g. -cfg {name}=VALUE or cfg={{'{name}': ...}}",
+                    )
+                resolved[name] = opt.default
+            elif not runopts.is_type(value, opt.opt_type):
+                raise InvalidRunConfigException(
+                    name,
+                    value,
+                    f"expected {_type_name(opt.opt_type)}, got {type(value).__name__}",
+                    f"pass a {_type_name(opt.opt_type)} value",
+                )
+        return resolved
+
+    def cfg_from_str(self, cfg_str: str) -> dict[str, CfgVal]:
+        """Parses ``K1=V1,K2=V2`` into a cfg, casting each value to its option's type.
+
+        Pairs are joined by ``,`` or ``;``. Because list values use the same delimiters, the
+        last delimiter before a ``=`` separates pairs. Unknown keys are ignored; required and
+        default options are not checked (call :meth:`resolve` for that).
+
+        >>> opts = runopts()
+        >>> opts.add("FOO", type_=list[str], default=["a"], help="an optional list option")
+        >>> opts.add("BAR", type_=str, required=True, help="a required str option")
+        >>> opts.cfg_from_str("")
+        {}
+        >>> opts.cfg_from_str("UNKNOWN=VALUE")
+        {}
+        >>> opts.cfg_from_str("FOO=v1")
+        {'FOO': ['v1']}
+        >>> opts.cfg_from_str("FOO=v1;v2;BAR=v3")
+        {'FOO': ['v1', 'v2'], 'BAR': 'v3'}
+        """
+        if not cfg_str.strip():
+            return {}
+        cfg: dict[str, CfgVal] = {}
+        for key, raw in _cfg_str_to_pairs(cfg_str.strip()).items():
+            canonical = self._canonical(key)
+            if canonical is None:
+                continue
+            try:
+                cfg[canonical] = self._opts[canonical].cast_to_type(raw)
+            except (TypeError, ValueError) as e:
+                raise InvalidRunConfigException(
+                    canonical, raw, str(e), f"pass a {_type_name(self._opts[canonical].opt_type)}"
+                ) from None
+        return cfg
+
+    def cfg_from_json_repr(self, json_repr: str) -> dict[str, CfgVal]:
+        """Converts a JSON object to a cfg for these options (unknown keys are ignored).
+
+        >>> opts = runopts()
+        >>> opts.add("tags", type_=list[str], help="tags")
+        >>> opts.cfg_from_json_repr('{"tags": ["a", 1], "other": 2}')
+        {'tags': ['a', '1']}
+        """
+        import json
+
+        try:
+            loaded = json.loads(json_repr)
+        except json.JSONDecodeError as e:
+            raise InvalidRunConfigException(
+                "cfg", json_repr, f"not valid JSON ({e})", "pass a JSON object"
+            ) from None
+        if not isinstance(loaded, dict):
+            raise InvalidRunConfigException(
+                "cfg", json_repr, "not a JSON object", 'pass {"option": value, ...}'
+            )
+        cfg: dict[str, CfgVal] = {}
+        for key, value in loaded.items():
+            canonical = self._canonical(key)
+            if canonical is None:
+                continue
+            tp = self._opts[canonical].opt_type
+            if _is_list_type(tp) and isinstance(value, list):
+                cfg[canonical] = [str(v) for v in value]
+            elif _is_dict_type(tp) and isinstance(value, dict):
+                cfg[canonical] = {str(k): str(v) for k, v in value.items()}
+            else:
+                cfg[canonical] = value
+        return cfg
+
+    def __repr__(self) -> str:
+        required = [(k, v) for k, v in self._opts.items() if v.is_required]
+        optional = [(k, v) for k, v in self._opts.items() if not v.is_required]
+        lines = []
+        for name, opt in required + optional:
+            default = "(required)" if opt.is_required else f"(default: {opt.default})"
+            lines.append(f"    {name} ({_type_name(opt.opt_type)}, {default})\n        {opt.help}")
+        return "\n".join(lines) if lines else "    (no run options)"
