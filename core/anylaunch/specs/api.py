@@ -109,7 +109,7 @@ class Resource:
 
     cpu: int
     gpu: int
-    memMB: int  # noqa: N815 (name from the reference)
+    memMB: int
     capabilities: dict[str, Any] = field(default_factory=dict)
     devices: dict[str, int] = field(default_factory=dict)
     tags: dict[str, object] = field(default_factory=dict)
@@ -328,6 +328,26 @@ class Workspace:
                 "e.g. Workspace(projects={'.': ''})",
             )
 
+    @staticmethod
+    def from_str(workspace: str) -> Workspace:
+        """Parses the CLI form: a path, or ``local:remote`` pairs joined by commas.
+
+        >>> Workspace.from_str("~/proj")
+        Workspace(projects={'~/proj': ''})
+        >>> Workspace.from_str("src:app,conf:etc")
+        Workspace(projects={'src': 'app', 'conf': 'etc'})
+        """
+        projects: dict[str, str] = {}
+        for item in (part.strip() for part in workspace.split(",")):
+            if not item:
+                continue
+            if "://" in item:  # a URL: its own colons are not a mapping
+                projects[item] = ""
+            else:
+                local, _, remote = item.partition(":")
+                projects[local] = remote
+        return Workspace(projects=projects)
+
     def is_unmapped_single_project(self) -> bool:
         """True if this is a single-project workspace with no target sub-directory."""
         return len(self.projects) == 1 and next(iter(self.projects.values())) == ""
@@ -378,7 +398,7 @@ def _substitute_nested(value: Any, substitute: Callable[[str], str]) -> Any:
     return value
 
 
-class macros:  # noqa: N801 (public name from the reference)
+class macros:
     """Template variables substituted at runtime in ``Role.args``, ``Role.env`` and
     ``Role.metadata`` (macros in other fields are NOT substituted).
 
@@ -601,7 +621,11 @@ class AppDef:
     metadata: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        if not isinstance(self.name, str) or not self.name.strip() or self.name != self.name.strip():
+        if (
+            not isinstance(self.name, str)
+            or not self.name.strip()
+            or self.name != self.name.strip()
+        ):
             raise InvalidSpecError(
                 "AppDef.name",
                 self.name,

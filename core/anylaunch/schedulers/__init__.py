@@ -1,0 +1,123 @@
+"""The scheduler registry: names → factories, loaded lazily.
+
+Listing schedulers imports no backend module and no SDK: a built-in scheduler's module is
+imported when its factory is first called. Third-party schedulers register a factory
+``create_scheduler(session_name, **kwargs)`` under the entry-point group
+``anylaunch.schedulers``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any, Protocol
+
+from anylaunch.specs.errors import AnylaunchError, UnknownSchedulerException
+
+if TYPE_CHECKING:
+    from anylaunch.schedulers.api import Scheduler
+
+#: Built-in schedulers, in order: the first is the default.
+DEFAULT_SCHEDULER_MODULES: dict[str, str] = {
+    "local_cwd": "anylaunch.schedulers.local_scheduler",
+    "local_docker": "anylaunch.schedulers.docker_scheduler",
+    "slurm": "anylaunch.schedulers.slurm_scheduler",
+    "kubernetes": "anylaunch.schedulers.kubernetes_scheduler",
+    "kubernetes_mcad": "anylaunch.schedulers.kubernetes_mcad_scheduler",
+    "aws_batch": "anylaunch.schedulers.aws_batch_scheduler",
+    "aws_sagemaker": "anylaunch.schedulers.aws_sagemaker_scheduler",
+    "lsf": "anylaunch.schedulers.lsf_scheduler",
+}
+
+ENTRY_POINT_GROUP = "anylaunch.schedulers"
+
+
+class SchedulerFactory(Protocol):
+    """Creates a scheduler for a session."""
+
+    def __call__(self, session_name: str, **kwargs: Any) -> Scheduler[Any]: ...
+
+
+class SchedulerUnavailableError(AnylaunchError):
+    """A registered scheduler could not be loaded (not built yet, or its plugin is broken)."""
+
+
+class _DeferredFactory:
+    """Imports ``module`` and calls its ``create_scheduler`` on first use."""
+
+    def __init__(self, name: str, module: str) -> None:
+        self.name = name
+        self.module = module
+
+    def __call__(self, session_name: str, **kwargs: Any) -> Scheduler[Any]:
+        try:
+            mod = importlib.import_module(self.module)
+        except ModuleNotFoundError as e:
+            if e.name != self.module:
+                raise  # a dependency of the module is missing: let its own error speak
+            raise SchedulerUnavailableError(
+                f"scheduler {self.name!r} is not available in this version of anylaunch "
+                f"(no module {self.module}). Fix: choose another scheduler "
+                "(`anylaunch runopts` lists them) or upgrade anylaunch"
+            ) from None
+        factory: SchedulerFactory = mod.create_scheduler
+        return factory(session_name, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"<scheduler factory {self.name} from {self.module}>"
+
+
+class _EntryPointFactory:
+    def __init__(self, name: str, entry_point: Any) -> None:
+        self.name = name
+        self.entry_point = entry_point
+
+    def __call__(self, session_name: str, **kwargs: Any) -> Scheduler[Any]:
+        try:
+            factory: SchedulerFactory = self.entry_point.load()
+        except Exception as e:  # a third-party plugin can fail in any way on import
+            raise SchedulerUnavailableError(
+                f"scheduler {self.name!r} from entry point {self.entry_point.value!r} failed to "
+                f"load: {e}. Fix: reinstall or repair the package that provides it"
+            ) from e
+        return factory(session_name, **kwargs)
+
+
+def get_scheduler_factories(*, skip_defaults: bool = False) -> dict[str, SchedulerFactory]:
+    """Returns all available scheduler names and the factories that create them.
+
+    The first scheduler in the dictionary is the default. Entry points in the
+    ``anylaunch.schedulers`` group override built-ins of the same name.
+
+    >>> list(get_scheduler_factories())[:2]
+    ['local_cwd', 'local_docker']
+    """
+    factories: dict[str, SchedulerFactory] = {}
+    if not skip_defaults:
+        for name, module in DEFAULT_SCHEDULER_MODULES.items():
+            factories[name] = _DeferredFactory(name, module)
+    from importlib.metadata import entry_points
+
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        factories[ep.name] = _EntryPointFactory(ep.name, ep)
+    return factories
+
+
+def get_default_scheduler_name() -> str:
+    """Returns the name of the default scheduler (the first in get_scheduler_factories).
+
+    >>> get_default_scheduler_name()
+    'local_cwd'
+    """
+    return next(iter(get_scheduler_factories()))
+
+
+def get_scheduler_factory(name: str) -> SchedulerFactory:
+    """Returns the factory registered under ``name``.
+
+    Raises:
+        UnknownSchedulerException: with a did-you-mean, when no scheduler has that name.
+    """
+    factories = get_scheduler_factories()
+    if name not in factories:
+        raise UnknownSchedulerException(name, factories)
+    return factories[name]
