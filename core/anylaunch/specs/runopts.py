@@ -60,7 +60,7 @@ def _split_items(value: str) -> list[str]:
 
 
 @dataclass(frozen=True)
-class runopt:  # noqa: N801 (public name from the reference)
+class runopt:
     """Metadata for a single scheduler run option."""
 
     default: CfgVal
@@ -146,7 +146,7 @@ def _cfg_str_to_pairs(cfg_str: str) -> dict[str, str]:
     return pairs
 
 
-class runopts:  # noqa: N801 (public name from the reference)
+class runopts:
     """Schema for scheduler run configuration.
 
     Holds accepted config keys, defaults, and help strings.
@@ -199,7 +199,7 @@ class runopts:  # noqa: N801 (public name from the reference)
         self,
         cfg_key: str,
         type_: Any,
-        help: str,  # noqa: A002 (name from the reference)
+        help: str,
         default: CfgVal = None,
         required: bool = False,
     ) -> None:
@@ -290,7 +290,7 @@ class runopts:  # noqa: N801 (public name from the reference)
         if not cfg_str.strip():
             return {}
         cfg: dict[str, CfgVal] = {}
-        for key, raw in _cfg_str_to_pairs(cfg_str.strip()).items():
+        for key, raw in _cfg_str_to_pairs(cfg_str).items():
             canonical = self._canonical(key)
             if canonical is None:
                 continue
