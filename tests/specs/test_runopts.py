@@ -71,15 +71,21 @@ def test_add_rejects_required_with_default_and_bad_default() -> None:
 
 def test_old_style_typing_generics_are_supported() -> None:
     o = runopts()
-    o.add("l", type_=List[str], help="", default=["x"])  # noqa: UP006 (testing old style)
-    o.add("d", type_=Dict[str, str], help="", default={"k": "v"})  # noqa: UP006
+    o.add("l", type_=List[str], help="", default=["x"])
+    o.add("d", type_=Dict[str, str], help="", default={"k": "v"})
     assert o.cfg_from_str("l=a;b,d=k:1") == {"l": ["a", "b"], "d": {"k": "1"}}
 
 
 def test_cfg_from_str_trailing_delimiter_rule() -> None:
     o = opts()
-    assert o.cfg_from_str("tags=v1,v2,cluster_name=v3") == {"tags": ["v1", "v2"], "cluster_name": "v3"}
-    assert o.cfg_from_str("tags=v1;v2,cluster_name=v3") == {"tags": ["v1", "v2"], "cluster_name": "v3"}
+    assert o.cfg_from_str("tags=v1,v2,cluster_name=v3") == {
+        "tags": ["v1", "v2"],
+        "cluster_name": "v3",
+    }
+    assert o.cfg_from_str("tags=v1;v2,cluster_name=v3") == {
+        "tags": ["v1", "v2"],
+        "cluster_name": "v3",
+    }
     assert o.cfg_from_str("tags=v1,v2,") == {"tags": ["v1", "v2"]}
 
 
@@ -135,7 +141,12 @@ def test_list_round_trip(items: list[str], sep: str) -> None:
     assert runopt(None, list[str], False, "").cast_to_type(sep.join(items)) == items
 
 
-@given(st.dictionaries(_item, st.text(alphabet=st.characters(blacklist_characters=",;=", blacklist_categories=("Cs",)))))
+@given(
+    st.dictionaries(
+        _item,
+        st.text(alphabet=st.characters(blacklist_characters=",;=", blacklist_categories=("Cs",))),
+    )
+)
 def test_dict_round_trip(d: dict[str, str]) -> None:
     text = ",".join(f"{k}:{v}" for k, v in d.items())
     assert runopt(None, dict[str, str], False, "").cast_to_type(text) == d

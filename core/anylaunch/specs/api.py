@@ -618,7 +618,7 @@ class AppDef:
 
     name: str
     roles: list[Role] = field(default_factory=list)
-    metadata: dict[str, str] = field(default_factory=dict)
+    metadata: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if (
