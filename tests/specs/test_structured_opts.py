@@ -10,7 +10,7 @@ import textwrap
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, List, Optional  # noqa: UP035 (the old spellings must work too)
+from typing import Dict, List, Optional
 
 import pytest
 from hypothesis import given
@@ -28,7 +28,7 @@ class K8sOpts(StructuredOpts):
     context: str = "default"
     """Kubernetes context to submit to."""
 
-    service_account: Optional[str] = None  # noqa: UP045 (old spelling on purpose)
+    service_account: Optional[str] = None
     """Service account the pods run as."""
 
 
@@ -47,10 +47,10 @@ class ClusterOpts(StructuredOpts):
     """This docstring is shadowed by the metadata help."""
 
     preemptible: bool = False
-    tags: List[str] = field(default_factory=lambda: ["a", "b"])  # noqa: UP006
+    tags: List[str] = field(default_factory=lambda: ["a", "b"])
     """Tags put on the job."""
 
-    labels: Dict[str, str] = field(default_factory=dict)  # noqa: UP006
+    labels: Dict[str, str] = field(default_factory=dict)
     """Labels put on the job."""
 
     quota: int | None = None
@@ -358,7 +358,7 @@ def test_unsupported_field_type_raises_type_error(annotation: object, shown: str
 def test_optional_nested_opts_is_rejected() -> None:
     @dataclass
     class WithOptionalNested(StructuredOpts):
-        k8s: Optional[K8sOpts] = None  # noqa: UP045
+        k8s: Optional[K8sOpts] = None
 
     with pytest.raises(TypeError, match=r"WithOptionalNested\.k8s.*default_factory"):
         WithOptionalNested.as_runopts()
@@ -462,7 +462,7 @@ class AllTypes(StructuredOpts):
     b: bool
     ls: list[str]
     ds: dict[str, str]
-    oi: Optional[int] = None  # noqa: UP045
+    oi: Optional[int] = None
     os_: str | None = None
     nested: K8sOpts = field(default_factory=K8sOpts)
 
