@@ -1,0 +1,1 @@
+"""Programs run by the ``serve.*`` components (``serve``: upload a model to torchserve)."""

@@ -1,0 +1,1 @@
+"""Programs run by the ``utils.*`` components (``copy_main``, ``booth_main``)."""
