@@ -9,12 +9,15 @@ imported when its factory is first called. Third-party schedulers register a fac
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any, Protocol
 
-from anylaunch.specs.errors import AnylaunchError, UnknownSchedulerException
-
+TYPE_CHECKING = False  # typing costs ~8 ms to import; this package must start fast
 if TYPE_CHECKING:
-    from anylaunch.schedulers.api import Scheduler
+    from typing import Any
+
+    from anylaunch.schedulers.api import Scheduler, SchedulerFactory
+
+# Nothing from anylaunch.specs is imported at module level: the local_cwd supervisor imports
+# this package on every app start and must stay a few milliseconds from exec to running.
 
 #: Built-in schedulers, in order: the first is the default.
 DEFAULT_SCHEDULER_MODULES: dict[str, str] = {
@@ -31,14 +34,16 @@ DEFAULT_SCHEDULER_MODULES: dict[str, str] = {
 ENTRY_POINT_GROUP = "anylaunch.schedulers"
 
 
-class SchedulerFactory(Protocol):
-    """Creates a scheduler for a session."""
+def __getattr__(name: str) -> Any:
+    if name == "SchedulerUnavailableError":
+        from anylaunch.specs.errors import SchedulerUnavailableError
 
-    def __call__(self, session_name: str, **kwargs: Any) -> Scheduler[Any]: ...
+        return SchedulerUnavailableError
+    if name == "SchedulerFactory":
+        from anylaunch.schedulers.api import SchedulerFactory
 
-
-class SchedulerUnavailableError(AnylaunchError):
-    """A registered scheduler could not be loaded (not built yet, or its plugin is broken)."""
+        return SchedulerFactory
+    raise AttributeError(f"module 'anylaunch.schedulers' has no attribute {name!r}")
 
 
 class _DeferredFactory:
@@ -49,6 +54,8 @@ class _DeferredFactory:
         self.module = module
 
     def __call__(self, session_name: str, **kwargs: Any) -> Scheduler[Any]:
+        from anylaunch.specs.errors import SchedulerUnavailableError
+
         try:
             mod = importlib.import_module(self.module)
         except ModuleNotFoundError as e:
@@ -72,6 +79,8 @@ class _EntryPointFactory:
         self.entry_point = entry_point
 
     def __call__(self, session_name: str, **kwargs: Any) -> Scheduler[Any]:
+        from anylaunch.specs.errors import SchedulerUnavailableError
+
         try:
             factory: SchedulerFactory = self.entry_point.load()
         except Exception as e:  # a third-party plugin can fail in any way on import
@@ -117,6 +126,8 @@ def get_scheduler_factory(name: str) -> SchedulerFactory:
     Raises:
         UnknownSchedulerException: with a did-you-mean, when no scheduler has that name.
     """
+    from anylaunch.specs.errors import UnknownSchedulerException
+
     factories = get_scheduler_factories()
     if name not in factories:
         raise UnknownSchedulerException(name, factories)

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import Enum
-from typing import Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 from anylaunch.specs.api import (
     NONE,
@@ -33,6 +33,7 @@ __all__ = [
     "DescribeAppResponse",
     "ListAppResponse",
     "Scheduler",
+    "SchedulerFactory",
     "Stream",
     "StructuredOpts",
     "filter_regex",
@@ -41,6 +42,12 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+
+
+class SchedulerFactory(Protocol):
+    """Creates a scheduler for a session: ``create_scheduler(session_name, **kwargs)``."""
+
+    def __call__(self, session_name: str, **kwargs: Any) -> Scheduler[Any]: ...
 
 
 class Stream(str, Enum):

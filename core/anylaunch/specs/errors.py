@@ -87,3 +87,7 @@ class UnknownSchedulerException(AnylaunchError, ValueError):
             f"Fix: use one of {', '.join(known) or '(none registered)'}, or register a scheduler "
             "under the 'anylaunch.schedulers' entry-point group"
         )
+
+
+class SchedulerUnavailableError(AnylaunchError):
+    """A registered scheduler could not be loaded (not built yet, or its plugin is broken)."""

@@ -1,0 +1,874 @@
+"""The ``local_cwd`` scheduler: runs every replica as a local process, visible to any process.
+
+Each app gets a directory under the state root (see :mod:`anylaunch.schedulers.local_state`)
+and a small detached supervisor (:mod:`anylaunch.schedulers.local_supervisor`) that owns the
+replicas, writes their logs and records every state transition on disk. Any process (a second
+``anylaunch status``, an Airflow trigger, a retry of a crashed worker) can therefore describe,
+stream logs from, cancel, list and delete an app by its id, even after the launching process
+exited or was killed.
+
+Replicas run from the current working directory, or from the role's ``image`` when that is an
+existing directory, with macros substituted per replica and ``ANYLAUNCH_RANK0_HOST=localhost``.
+Arguments reach the program byte for byte (no shell is involved). POSIX only.
+"""
+
+from __future__ import annotations
+
+import bisect
+import contextlib
+import logging
+import os
+import re
+import shlex
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from anylaunch.schedulers import local_state as ls
+from anylaunch.schedulers.api import (
+    DescribeAppResponse,
+    ListAppResponse,
+    Scheduler,
+    Stream,
+    filter_regex,
+)
+from anylaunch.schedulers.file_tail import follow, iter_lines
+from anylaunch.specs.api import (
+    NONE,
+    AppDef,
+    AppDryRunInfo,
+    AppState,
+    ReplicaStatus,
+    Resource,
+    RetryPolicy,
+    Role,
+    RoleStatus,
+    macros,
+    make_app_handle,
+)
+from anylaunch.specs.errors import (
+    AnylaunchError,
+    InvalidRunConfigException,
+    InvalidSpecError,
+    UnknownAppException,
+    did_you_mean,
+)
+from anylaunch.specs.runopts import CfgVal, runopts
+from anylaunch.specs.structured_opts import StructuredOpts
+
+__all__ = [
+    "RANK0_ENV",
+    "LocalAppRequest",
+    "LocalOpts",
+    "LocalReplicaRequest",
+    "LocalRoleRequest",
+    "LocalScheduler",
+    "LocalSchedulerError",
+    "assign_gpus",
+    "create_scheduler",
+    "format_request",
+    "is_secret_env_name",
+]
+
+log: logging.Logger = logging.getLogger(__name__)
+
+BACKEND = "local_cwd"
+#: The env var naming the rank-0 host (``macros.rank0_env``); always ``localhost`` here.
+RANK0_ENV = "ANYLAUNCH_RANK0_HOST"
+_SECRET_ENV = re.compile(r"TOKEN|SECRET|PASSWORD|KEY|CREDENTIAL", re.IGNORECASE)
+_SUPERVISOR_MODULE = "anylaunch.schedulers.local_supervisor"
+#: How long ``schedule`` waits for the supervisor to confirm it started.
+DEFAULT_START_TIMEOUT_S = 30.0
+
+
+class LocalSchedulerError(AnylaunchError):
+    """The local scheduler could not do what was asked (e.g. its supervisor did not start)."""
+
+
+@dataclass
+class LocalOpts(StructuredOpts):
+    """Run options of the ``local_cwd`` scheduler."""
+
+    log_dir: str | None = None
+    """Directory for replica logs, as {log_dir}/{app_id}/{role}/{replica}/{stdout,stderr,combined}.log (default: inside the app's state directory, removed with the app)."""
+
+    prepend_cwd: bool = False
+    """Prepend the working directory to the replicas' PATH (binaries there win over PATH); by default it is appended."""
+
+    auto_set_cuda_visible_devices: bool = False
+    """Give each replica its own CUDA_VISIBLE_DEVICES: the visible GPUs are split between replicas by their Resource.gpu (a no-op without GPUs)."""
+
+    cancel_grace_s: float = 5.0
+    """Seconds between SIGTERM and SIGKILL when cancelling, or stopping replicas for a retry."""
+
+
+@dataclass
+class LocalReplicaRequest:
+    """How one replica is started: command, environment overrides, directory and log files."""
+
+    role: str
+    replica_id: int
+    cmd: list[str]
+    cwd: str
+    stdout_log: str
+    stderr_log: str
+    combined_log: str
+    #: Set on top of the launching process's environment. Not in repr: it may hold secrets.
+    env: dict[str, str] = field(default_factory=dict, repr=False)
+
+
+@dataclass
+class LocalRoleRequest:
+    """The replicas of one role and its retry settings."""
+
+    name: str
+    max_retries: int
+    retry_policy: str
+    replicas: list[LocalReplicaRequest]
+    #: The role as given (before macros), so describe() can return it.
+    spec: dict[str, Any] = field(default_factory=dict, repr=False)
+
+
+@dataclass
+class LocalAppRequest:
+    """The native request of ``local_cwd``: everything the supervisor needs to run the app."""
+
+    app_id: str
+    app_name: str
+    app_dir: str
+    log_dir: str
+    prepend_cwd: bool
+    cancel_grace_s: float
+    roles: list[LocalRoleRequest]
+
+
+def is_secret_env_name(name: str) -> bool:
+    """True if an env var's name suggests a secret (its value is never printed).
+
+    >>> is_secret_env_name("HF_TOKEN"), is_secret_env_name("aws_secret_access_key")
+    (True, True)
+    >>> is_secret_env_name("LR")
+    False
+    """
+    return bool(_SECRET_ENV.search(name))
+
+
+def format_request(request: LocalAppRequest) -> str:
+    """Readable form of a request: each replica's command shell-quoted, secret values masked.
+
+    >>> rep = LocalReplicaRequest("w", 0, ["echo", "a b"], "/work", "/l/o", "/l/e", "/l/c",
+    ...                           env={"API_TOKEN": "s3cr3t", "LR": "0.1"})
+    >>> req = LocalAppRequest("x-1", "x", "/state/x-1", "/l", False, 5.0,
+    ...                       [LocalRoleRequest("w", 0, "APPLICATION", [rep])])
+    >>> print(format_request(req))
+    local_cwd app x-1 (name: x)
+      state dir: /state/x-1
+      log dir: /l
+      role w: 1 replica(s), max_retries=0, retry_policy=APPLICATION
+        [0] echo 'a b'
+            cwd: /work (appended to PATH)
+            env: API_TOKEN=*** LR=0.1
+            logs: /l/c (combined), /l/o (stdout), /l/e (stderr)
+    """
+    where = "prepended to" if request.prepend_cwd else "appended to"
+    lines = [
+        f"local_cwd app {request.app_id} (name: {request.app_name})",
+        f"  state dir: {request.app_dir}",
+        f"  log dir: {request.log_dir}",
+    ]
+    for role in request.roles:
+        lines.append(
+            f"  role {role.name}: {len(role.replicas)} replica(s), "
+            f"max_retries={role.max_retries}, retry_policy={role.retry_policy}"
+        )
+        for rep in role.replicas:
+            env = " ".join(
+                f"{k}={'***' if is_secret_env_name(k) else shlex.quote(v)}"
+                for k, v in sorted(rep.env.items())
+            )
+            lines += [
+                f"    [{rep.replica_id}] {shlex.join(rep.cmd)}",
+                f"        cwd: {rep.cwd} ({where} PATH)",
+                f"        env: {env}",
+                f"        logs: {rep.combined_log} (combined), {rep.stdout_log} (stdout), "
+                f"{rep.stderr_log} (stderr)",
+            ]
+    return "\n".join(lines)
+
+
+def assign_gpus(gpus_per_replica: list[int], devices: list[str]) -> list[str | None]:
+    """Splits ``devices`` between replicas in order; each takes as many as it requests.
+
+    Returns each replica's CUDA_VISIBLE_DEVICES (None: leave unset). Nothing is assigned when
+    there are no devices or fewer than requested.
+
+    >>> assign_gpus([2, 0, 1], ["0", "1", "2", "3"])
+    ['0,1', None, '2']
+    >>> assign_gpus([1, 1], [])
+    [None, None]
+    """
+    total = sum(max(g, 0) for g in gpus_per_replica)
+    if not devices or total == 0:
+        return [None] * len(gpus_per_replica)
+    if total > len(devices):
+        log.warning(
+            "not setting CUDA_VISIBLE_DEVICES: the replicas request %d GPUs, %d are visible",
+            total,
+            len(devices),
+        )
+        return [None] * len(gpus_per_replica)
+    assigned: list[str | None] = []
+    start = 0
+    for gpus in gpus_per_replica:
+        if gpus <= 0:
+            assigned.append(None)
+            continue
+        assigned.append(",".join(devices[start : start + gpus]))
+        start += gpus
+    return assigned
+
+
+def _visible_gpus() -> list[str]:
+    """GPU ids this process may use: $CUDA_VISIBLE_DEVICES, else ``nvidia-smi -L``, else none."""
+    env = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if env is not None:
+        return [d.strip() for d in env.split(",") if d.strip()]
+    import shutil
+
+    exe = shutil.which("nvidia-smi")
+    if exe is None:
+        return []
+    try:
+        out = subprocess.run(
+            [exe, "-L"], capture_output=True, text=True, timeout=30, check=True
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return []
+    return [
+        str(i) for i, _ in enumerate(line for line in out.splitlines() if line.startswith("GPU"))
+    ]
+
+
+def _role_spec(role: Role) -> dict[str, Any]:
+    return {
+        "name": role.name,
+        "image": role.image,
+        "entrypoint": role.entrypoint,
+        "args": list(role.args),
+        "env": dict(role.env),
+        "num_replicas": role.num_replicas,
+        "min_replicas": role.min_replicas,
+        "max_retries": role.max_retries,
+        "retry_policy": role.retry_policy.value,
+        "resource": {
+            "cpu": role.resource.cpu,
+            "gpu": role.resource.gpu,
+            "memMB": role.resource.memMB,
+        },
+        "port_map": dict(role.port_map),
+    }
+
+
+def _role_from_spec(spec: Mapping[str, Any]) -> Role:
+    return Role(
+        name=spec["name"],
+        image=spec["image"],
+        entrypoint=spec["entrypoint"],
+        args=list(spec["args"]),
+        env=dict(spec["env"]),
+        num_replicas=int(spec["num_replicas"]),
+        min_replicas=spec.get("min_replicas"),
+        max_retries=int(spec["max_retries"]),
+        retry_policy=RetryPolicy(spec["retry_policy"]),
+        resource=Resource(**spec["resource"]),
+        port_map=dict(spec.get("port_map", {})),
+    )
+
+
+def _check_no_nul(where: str, value: str) -> None:
+    if "\x00" in value:
+        raise InvalidSpecError(
+            where,
+            value,
+            "contains a NUL byte, which no process argument or env value can carry",
+            "remove the NUL byte",
+        )
+
+
+def _replica_request(
+    role: Role, i: int, app_id: str, img_root: str, log_root: str, gpu: str | None
+) -> LocalReplicaRequest:
+    """Replica ``i`` of ``role``: macros substituted, rank-0 host and GPUs in its env."""
+    values = macros.Values(img_root=img_root, app_id=app_id, replica_id=str(i), rank0_env=RANK0_ENV)
+    replica_role = values.apply(role)
+    env = dict(replica_role.env)
+    env[RANK0_ENV] = "localhost"
+    env.setdefault("PYTHONUNBUFFERED", "1")  # lines reach the logs as they are printed
+    if gpu is not None and "CUDA_VISIBLE_DEVICES" not in role.env:
+        env["CUDA_VISIBLE_DEVICES"] = gpu
+    _check_no_nul(f"Role[{role.name}].entrypoint", replica_role.entrypoint)
+    for j, arg in enumerate(replica_role.args):
+        _check_no_nul(f"Role[{role.name}].args[{j}]", arg)
+    for key, value in env.items():
+        _check_no_nul(f"Role[{role.name}].env[{key!r}]", value)
+    rep_dir = os.path.join(log_root, role.name, str(i))
+    return LocalReplicaRequest(
+        role=role.name,
+        replica_id=i,
+        cmd=[replica_role.entrypoint, *replica_role.args],
+        cwd=img_root,
+        stdout_log=os.path.join(rep_dir, "stdout.log"),
+        stderr_log=os.path.join(rep_dir, "stderr.log"),
+        combined_log=os.path.join(rep_dir, "combined.log"),
+        env=env,
+    )
+
+
+class _TimeIndex:
+    """Reader of a log's sidecar index: which time each byte offset was written at."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.offsets: list[int] = []
+        self.times: list[float] = []
+        self._pos = 0
+        self.refresh()
+
+    def refresh(self) -> None:
+        try:
+            with open(self.path, "rb") as f:
+                f.seek(self._pos)
+                data = f.read()
+        except FileNotFoundError:
+            return
+        size = ls.INDEX_RECORD.size
+        for i in range(len(data) // size):
+            offset, ts = ls.INDEX_RECORD.unpack_from(data, i * size)
+            self.offsets.append(offset)
+            self.times.append(ts)
+        self._pos += len(data) // size * size
+
+    def start_offset(self, since: float) -> int:
+        """The offset of the first chunk written at or after ``since`` (or of the last one)."""
+        i = bisect.bisect_left(self.times, since)
+        if i < len(self.offsets):
+            return self.offsets[i]
+        return self.offsets[-1] if self.offsets else 0
+
+    def time_at(self, offset: int) -> float | None:
+        i = bisect.bisect_right(self.offsets, offset) - 1
+        return self.times[i] if i >= 0 else None
+
+
+class LocalScheduler(Scheduler[Mapping[str, CfgVal]]):
+    """Runs apps as local processes supervised by a detached per-app process.
+
+    Args:
+        session_name: goes into app handles (``local_cwd://{session_name}/{app_id}``)
+        state_dir: root of the on-disk state (default: ``$ANYLAUNCH_LOCAL_STATE_DIR``, else
+            ``${XDG_STATE_HOME:-~/.local/state}/anylaunch/local_cwd``, read at each call)
+        start_timeout: seconds a launched app may stay without a supervisor record before it is
+            reported FAILED (the launcher died while starting it)
+    """
+
+    def __init__(
+        self,
+        session_name: str,
+        state_dir: str | os.PathLike[str] | None = None,
+        start_timeout: float = DEFAULT_START_TIMEOUT_S,
+    ) -> None:
+        super().__init__(BACKEND, session_name)
+        self._state_dir = state_dir
+        if (
+            isinstance(start_timeout, bool)
+            or not isinstance(start_timeout, (int, float))
+            or start_timeout <= 0
+        ):
+            raise InvalidSpecError(
+                "start_timeout", start_timeout, "must be a positive number of seconds", "e.g. 30"
+            )
+        self.start_timeout = float(start_timeout)
+
+    # --- paths ----------------------------------------------------------------------------
+
+    def state_root(self) -> Path:
+        """The directory holding one sub-directory per app."""
+        return ls.state_root(self._state_dir)
+
+    def _app_dir(self, app_id: str) -> Path | None:
+        if not ls.is_valid_app_id(app_id):
+            return None
+        return self.state_root() / app_id
+
+    # --- dryrun and schedule --------------------------------------------------------------
+
+    def _run_opts(self) -> runopts:
+        return LocalOpts.as_runopts()
+
+    def _validate(self, app: AppDef, scheduler: str, cfg: Mapping[str, CfgVal]) -> None:
+        """Roles without resources are fine locally: there is nothing to reserve."""
+
+    def _submit_dryrun(self, app: AppDef, cfg: Mapping[str, CfgVal]) -> AppDryRunInfo[Any]:
+        opts = LocalOpts.from_cfg(cfg)
+        if opts.cancel_grace_s < 0:
+            raise InvalidRunConfigException(
+                "cancel_grace_s", opts.cancel_grace_s, "must be >= 0", "pass e.g. 5"
+            )
+        app_id = ls.make_app_id(app.name)
+        app_dir = self.state_root() / app_id
+        if opts.log_dir:
+            log_root = os.path.join(os.path.abspath(os.path.expanduser(opts.log_dir)), app_id)
+        else:
+            log_root = os.path.join(app_dir, "logs")
+
+        gpu_requests = [max(r.resource.gpu, 0) for r in app.roles for _ in range(r.num_replicas)]
+        gpus: list[str | None] = [None] * len(gpu_requests)
+        if opts.auto_set_cuda_visible_devices and sum(gpu_requests) > 0:
+            gpus = assign_gpus(gpu_requests, _visible_gpus())
+        gpu_iter = iter(gpus)
+
+        roles: list[LocalRoleRequest] = []
+        for role in app.roles:
+            image = os.path.expanduser(role.image) if role.image else ""
+            img_root = os.path.abspath(image) if image and os.path.isdir(image) else os.getcwd()
+            replicas = [
+                _replica_request(role, i, app_id, img_root, log_root, next(gpu_iter))
+                for i in range(role.num_replicas)
+            ]
+            roles.append(
+                LocalRoleRequest(
+                    name=role.name,
+                    max_retries=role.max_retries,
+                    retry_policy=role.retry_policy.value,
+                    replicas=replicas,
+                    spec=_role_spec(role),
+                )
+            )
+        request = LocalAppRequest(
+            app_id=app_id,
+            app_name=app.name,
+            app_dir=str(app_dir),
+            log_dir=log_root,
+            prepend_cwd=opts.prepend_cwd,
+            cancel_grace_s=float(opts.cancel_grace_s),
+            roles=roles,
+        )
+        return AppDryRunInfo(request, format_request)
+
+    def schedule(self, dryrun_info: AppDryRunInfo[Any]) -> str:
+        """Starts the app's supervisor and returns the app id at once.
+
+        The app is SUBMITTED until the supervisor has started its replicas; a supervisor that
+        fails to start is reported by ``describe`` as FAILED with its log.
+
+        Raises:
+            LocalSchedulerError: the request was already scheduled, or the supervisor did not
+                start (the message quotes its log).
+        """
+        request = dryrun_info.request
+        if not isinstance(request, LocalAppRequest):
+            raise InvalidSpecError(
+                "dryrun_info.request",
+                type(request).__name__,
+                "is not a local_cwd request",
+                "create it with the local_cwd scheduler's submit_dryrun",
+            )
+        app_dir = Path(request.app_dir)
+        self._create_app_dir(request, app_dir)
+
+        supervisor_log = open(app_dir / ls.SUPERVISOR_LOG, "ab")  # noqa: SIM115 (given to Popen)
+        # `-m` puts the working directory on sys.path: run from the directory holding the
+        # anylaunch package, so the supervisor imports this very copy of it.
+        package_root = Path(__file__).resolve().parents[2]
+        try:
+            proc = subprocess.Popen(
+                # -S -E: the supervisor needs only the stdlib and this package (on sys.path via
+                # -m and cwd), so skip site-packages scanning: it starts ~3x faster
+                [sys.executable, "-S", "-E", "-m", _SUPERVISOR_MODULE, str(app_dir)],
+                cwd=package_root,
+                stdin=subprocess.DEVNULL,
+                stdout=supervisor_log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,  # not killed with the launcher's terminal or group
+                close_fds=True,
+            )
+        except OSError as e:
+            self._take_over(app_dir, f"the supervisor could not be started: {e}", grace=0)
+            raise LocalSchedulerError(
+                f"could not start the local_cwd supervisor ({sys.executable}): {e}. Fix: check "
+                "that the Python interpreter exists and can run"
+            ) from e
+        finally:
+            supervisor_log.close()
+        ls.write_json_atomic(
+            app_dir / ls.SUPERVISOR_FILE,
+            {"pid": proc.pid, "start_time": ls.process_start_time(proc.pid)},
+        )
+        # reap the supervisor when it ends, so it never lingers as a zombie of this process
+        threading.Thread(target=proc.wait, name=f"reap-{request.app_id}", daemon=True).start()
+        return request.app_id
+
+    def _create_app_dir(self, request: LocalAppRequest, app_dir: Path) -> None:
+        """Creates the app directory (request, SUBMITTED state, empty logs) in one rename."""
+        import shutil
+
+        if app_dir.exists():
+            raise LocalSchedulerError(
+                f"app {request.app_id} was already scheduled (its state is in {app_dir}). Fix: "
+                "dry-run the app again to get a new app id"
+            )
+        app_dir.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        tmp = app_dir.parent / f".tmp-{request.app_id}-{os.getpid()}-{time.monotonic_ns()}"
+        tmp.mkdir(mode=0o700)
+        try:
+            now = time.time()
+            payload = asdict(request)
+            payload.update(session=self.session_name, created=now)
+            ls.write_json_atomic(tmp / ls.REQUEST_FILE, payload)
+            replicas = [rep for role in request.roles for rep in role.replicas]
+            ls.write_json_atomic(
+                tmp / ls.STATE_FILE,
+                {
+                    "state": AppState.SUBMITTED.name,
+                    "msg": "",
+                    "structured_error_msg": NONE,
+                    "num_restarts": 0,
+                    "created": now,
+                    "updated": now,
+                    "log_dir": request.log_dir,
+                    "replicas": [
+                        {"role": r.role, "id": r.replica_id, "state": "PENDING"} for r in replicas
+                    ],
+                },
+            )
+            # empty logs up front: log_iter works (and waits) from the moment the app exists
+            inside = str(app_dir) + os.sep
+            for rep in replicas:
+                for path in (rep.stdout_log, rep.stderr_log, rep.combined_log):
+                    real = (
+                        str(tmp) + os.sep + path[len(inside) :] if path.startswith(inside) else path
+                    )
+                    os.makedirs(os.path.dirname(real), exist_ok=True)
+                    for p in (real, ls.index_path(real)):
+                        with open(p, "ab"):
+                            pass
+            os.rename(tmp, app_dir)
+        except OSError as e:
+            shutil.rmtree(tmp, ignore_errors=True)
+            if app_dir.exists():
+                raise LocalSchedulerError(
+                    f"app {request.app_id} was already scheduled. Fix: dry-run the app again"
+                ) from e
+            raise
+
+    @staticmethod
+    def _supervisor_log_tail(app_dir: Path) -> str:
+        try:
+            tail = (app_dir / ls.SUPERVISOR_LOG).read_text(errors="replace").strip()[-2000:]
+        except OSError:
+            tail = ""
+        return tail or "(nothing)"
+
+    # --- state ----------------------------------------------------------------------------
+
+    def _state(self, app_dir: Path) -> dict[str, Any] | None:
+        """The app's state, with a dead supervisor detected (and its app finished) on the way."""
+        try:
+            state = ls.read_json(app_dir / ls.STATE_FILE)
+        except (OSError, ValueError):
+            return None
+        if state is None or AppState[state["state"]].is_terminal():
+            return state
+        supervisor = state.get("supervisor") or ls.read_json(app_dir / ls.SUPERVISOR_FILE)
+        if supervisor is not None:
+            if ls.is_alive(supervisor.get("pid"), supervisor.get("start_time")):
+                return state
+            problem = (
+                f"supervisor died (pid {supervisor.get('pid')}) while the app was "
+                f"{state['state']}; its replicas were killed. Its log "
+                f"{app_dir / ls.SUPERVISOR_LOG} says: {self._supervisor_log_tail(app_dir)}"
+            )
+        elif time.time() - float(state.get("created", 0)) < self.start_timeout:
+            return state  # the launcher is starting the supervisor right now
+        else:
+            problem = "supervisor never started (the launching process died before starting it)"
+        return self._take_over(app_dir, problem, grace=0)
+
+    def _take_over(self, app_dir: Path, problem: str, grace: float) -> dict[str, Any] | None:
+        """Finishes an app whose supervisor is gone: kills its replica groups, writes the end.
+
+        The end is CANCELLED if a cancel was requested, else FAILED with ``problem``.
+        """
+        if not app_dir.is_dir():
+            return None
+        with ls.app_lock(app_dir):
+            state = ls.read_json(app_dir / ls.STATE_FILE)
+            if state is None or AppState[state["state"]].is_terminal():
+                return state
+            groups = [
+                (r["pid"], r.get("start_time"))
+                for r in state.get("replicas", [])
+                if r.get("pid") and r.get("state") in ("RUNNING", "PENDING")
+            ]
+            if grace > 0:
+                for pgid, start in groups:
+                    ls.kill_group(pgid, start, signal.SIGTERM)
+                deadline = time.monotonic() + grace
+                while time.monotonic() < deadline and any(ls.group_alive(g) for g, _ in groups):
+                    time.sleep(0.02)
+            for pgid, start in groups:
+                ls.kill_group(pgid, start, signal.SIGKILL)
+            cancelled = (app_dir / ls.CANCEL_FILE).exists()
+            end = AppState.CANCELLED if cancelled else AppState.FAILED
+            state["state"] = end.name
+            state["msg"] = "cancelled by request" if cancelled else problem
+            state["updated"] = time.time()
+            for r in state.get("replicas", []):
+                if not AppState[r.get("state", "PENDING")].is_terminal():
+                    r["state"] = end.name
+            ls.write_json_atomic(app_dir / ls.STATE_FILE, state)
+            return state
+
+    def _is_over(self, app_id: str) -> bool:
+        app_dir = self._app_dir(app_id)
+        state = self._state(app_dir) if app_dir is not None else None
+        return state is None or AppState[state["state"]].is_terminal()
+
+    # --- queries --------------------------------------------------------------------------
+
+    def describe(self, app_id: str) -> DescribeAppResponse | None:
+        """The app's state, restarts, per-replica statuses and roles; None for an unknown id."""
+        app_dir = self._app_dir(app_id)
+        if app_dir is None:
+            return None
+        state = self._state(app_dir)
+        if state is None:
+            return None
+        request = ls.read_json(app_dir / ls.REQUEST_FILE) or {}
+        by_role: dict[str, list[ReplicaStatus]] = {}
+        for r in state.get("replicas", []):
+            by_role.setdefault(r["role"], []).append(
+                ReplicaStatus(
+                    id=int(r["id"]),
+                    state=AppState[r["state"]],
+                    role=r["role"],
+                    hostname="localhost",
+                    structured_error_msg=r.get("structured_error_msg", NONE),
+                )
+            )
+        role_specs = [role["spec"] for role in request.get("roles", []) if role.get("spec")]
+        supervisor = state.get("supervisor") or {}
+        return DescribeAppResponse(
+            app_id=app_id,
+            state=AppState[state["state"]],
+            num_restarts=int(state.get("num_restarts", 0)),
+            msg=state.get("msg") or NONE,
+            structured_error_msg=state.get("structured_error_msg", NONE),
+            ui_url=f"file://{state.get('log_dir', request.get('log_dir', ''))}",
+            metadata={
+                "app_dir": str(app_dir),
+                "log_dir": str(state.get("log_dir", request.get("log_dir", ""))),
+                "supervisor_pid": str(supervisor.get("pid", "")),
+            },
+            roles_statuses=[RoleStatus(role, reps) for role, reps in by_role.items()],
+            roles=[_role_from_spec(spec) for spec in role_specs],
+        )
+
+    def list(self, cfg: Mapping[str, CfgVal] | None = None) -> list[ListAppResponse]:
+        """Every app in the state root, oldest first (``cfg`` is ignored)."""
+        root = self.state_root()
+        if not root.is_dir():
+            return []
+        found: list[tuple[float, ListAppResponse]] = []
+        for entry in os.scandir(root):
+            if not ls.is_valid_app_id(entry.name) or not entry.is_dir():
+                continue
+            app_dir = Path(entry.path)
+            state = self._state(app_dir)
+            if state is None:
+                continue
+            request = ls.read_json(app_dir / ls.REQUEST_FILE) or {}
+            session = str(request.get("session", self.session_name))
+            found.append(
+                (
+                    float(state.get("created", 0)),
+                    ListAppResponse(
+                        app_id=entry.name,
+                        state=AppState[state["state"]],
+                        app_handle=make_app_handle(self.backend, session, entry.name),
+                        name=str(request.get("app_name", "")),
+                    ),
+                )
+            )
+        return [resp for _, resp in sorted(found, key=lambda item: item[0])]
+
+    # --- control --------------------------------------------------------------------------
+
+    def _cancel_existing(self, app_id: str) -> None:
+        """Asks the supervisor to cancel (cancel file + SIGTERM); does its job if it is gone."""
+        app_dir = self._app_dir(app_id)
+        if app_dir is None or not app_dir.is_dir():
+            return
+        (app_dir / ls.CANCEL_FILE).touch()
+        state = ls.read_json(app_dir / ls.STATE_FILE) or {}
+        supervisor = state.get("supervisor") or ls.read_json(app_dir / ls.SUPERVISOR_FILE)
+        if supervisor is not None and ls.is_alive(
+            supervisor.get("pid"), supervisor.get("start_time")
+        ):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(int(supervisor["pid"]), signal.SIGTERM)
+            return
+        if supervisor is None and time.time() - float(state.get("created", 0)) < self.start_timeout:
+            return  # a supervisor about to start reads the cancel file first thing
+        request = ls.read_json(app_dir / ls.REQUEST_FILE) or {}
+        self._take_over(
+            app_dir, "cancelled by request", grace=float(request.get("cancel_grace_s", 5.0))
+        )
+
+    def _delete_existing(self, app_id: str) -> None:
+        """Cancels the app if it runs, waits for its end, then removes its state directory.
+
+        Logs written to a user-given ``log_dir`` are kept.
+        """
+        import shutil
+
+        app_dir = self._app_dir(app_id)
+        if app_dir is None:
+            return
+        if not self._is_over(app_id):
+            self._cancel_existing(app_id)
+            request = ls.read_json(app_dir / ls.REQUEST_FILE) or {}
+            deadline = time.monotonic() + float(request.get("cancel_grace_s", 5.0)) + 10
+            delay = 0.002
+            while not self._is_over(app_id) and time.monotonic() < deadline:
+                time.sleep(delay)
+                delay = min(delay * 2, 0.05)
+            if not self._is_over(app_id):
+                state = ls.read_json(app_dir / ls.STATE_FILE) or {}
+                supervisor = state.get("supervisor") or {}
+                if ls.is_alive(supervisor.get("pid"), supervisor.get("start_time")):
+                    with contextlib.suppress(ProcessLookupError, PermissionError):
+                        os.kill(int(supervisor["pid"]), signal.SIGKILL)
+                self._take_over(app_dir, "deleted", grace=0)
+        shutil.rmtree(app_dir, ignore_errors=True)
+
+    # --- logs -----------------------------------------------------------------------------
+
+    def log_iter(
+        self,
+        app_id: str,
+        role_name: str,
+        k: int = 0,
+        regex: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        should_tail: bool = False,
+        streams: Stream | None = None,
+    ) -> Iterable[str]:
+        """Lines (with their trailing newline) of replica ``k`` of ``role_name``.
+
+        ``streams`` picks stdout, stderr or (default) the interleaved combined log. ``since``
+        and ``until`` keep the lines written in that window (naive datetimes are local time).
+        With ``should_tail`` it follows the log until the app ended and the log is drained.
+
+        Raises:
+            UnknownAppException: no such app.
+            InvalidSpecError: an unknown role, a replica index out of range, a bad stream or
+                regex.
+        """
+        app_dir = self._app_dir(app_id)
+        request = ls.read_json(app_dir / ls.REQUEST_FILE) if app_dir is not None else None
+        if app_dir is None or request is None:
+            raise UnknownAppException(make_app_handle(self.backend, self.session_name, str(app_id)))
+        roles = {role["name"]: role for role in request["roles"]}
+        if role_name not in roles:
+            raise InvalidSpecError(
+                "role_name",
+                role_name,
+                f"app {app_id} has no such role.{did_you_mean(str(role_name), roles)}",
+                f"use one of: {', '.join(roles)}",
+            )
+        replicas = roles[role_name]["replicas"]
+        if isinstance(k, bool) or not isinstance(k, int) or not 0 <= k < len(replicas):
+            raise InvalidSpecError(
+                "k",
+                k,
+                f"role {role_name!r} of app {app_id} has {len(replicas)} replica(s)",
+                f"use a replica index from 0 to {len(replicas) - 1}",
+            )
+        try:
+            stream = Stream.COMBINED if streams is None else Stream(streams)
+        except ValueError:
+            raise InvalidSpecError(
+                "streams", streams, "is not a stream", "use stdout, stderr or combined"
+            ) from None
+        path = replicas[k][f"{stream.value}_log"]
+        lines = self._read_log(
+            app_id,
+            path,
+            since.timestamp() if since is not None else None,
+            until.timestamp() if until is not None else None,
+            should_tail,
+            watch=str(app_dir),
+        )
+        return filter_regex(regex, lines) if regex else lines
+
+    def _read_log(
+        self,
+        app_id: str,
+        path: str,
+        since: float | None,
+        until: float | None,
+        should_tail: bool,
+        watch: str,
+    ) -> Iterator[str]:
+        index = _TimeIndex(ls.index_path(path)) if since is not None or until is not None else None
+        start = index.start_offset(since) if index is not None and since is not None else 0
+
+        def is_done() -> bool:
+            # past `until`, no line written from now on can be in the window
+            late = until is not None and time.time() > until + 1.0
+            return late or self._is_over(app_id)
+
+        chunks = follow(path, start, is_done if should_tail else None, also_watch=[watch])
+        for offset, raw in iter_lines(_refreshing(chunks, index)):
+            if index is not None:
+                ts = index.time_at(offset)
+                if ts is not None and until is not None and ts > until:
+                    return
+                if ts is not None and since is not None and ts < since:
+                    continue
+            yield raw.decode("utf-8", "replace")
+
+
+def _refreshing(
+    chunks: Iterable[tuple[int, bytes]], index: _TimeIndex | None
+) -> Iterator[tuple[int, bytes]]:
+    # An index record is written before its chunk: reloading the index after each read covers
+    # every byte read.
+    for chunk in chunks:
+        if index is not None:
+            index.refresh()
+        yield chunk
+
+
+def create_scheduler(session_name: str, **kwargs: Any) -> LocalScheduler:
+    """Creates the ``local_cwd`` scheduler (the registry's factory).
+
+    Accepts ``state_dir`` and ``start_timeout``; other keyword arguments are ignored.
+
+    >>> create_scheduler("demo").backend
+    'local_cwd'
+    """
+    return LocalScheduler(
+        session_name,
+        state_dir=kwargs.get("state_dir"),
+        start_timeout=kwargs.get("start_timeout", DEFAULT_START_TIMEOUT_S),
+    )

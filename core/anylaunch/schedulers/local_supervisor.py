@@ -1,0 +1,477 @@
+"""The detached process that owns the replicas of one ``local_cwd`` app.
+
+Run as ``python -m anylaunch.schedulers.local_supervisor APP_DIR``; the scheduler starts it in
+its own session, so it outlives the process that launched the app. It:
+
+- starts every replica in its own process group, from the request in ``APP_DIR/request.json``;
+- pumps each replica's stdout/stderr pipes, line by line, into ``stdout.log`` / ``stderr.log``
+  and an interleaved ``combined.log`` (each with an ``(offset, time)`` sidecar index);
+- records exit codes, applies ``max_retries`` with the role's RetryPolicy, and writes every
+  state transition to ``APP_DIR/state.json`` atomically;
+- on SIGTERM/SIGINT or a ``cancel_requested`` file, sends SIGTERM to every replica group,
+  SIGKILL after the grace period, and writes CANCELLED.
+
+It writes its terminal state only once every replica process group is gone.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import selectors
+import signal
+import subprocess
+import sys
+import time
+import traceback
+from collections import deque
+
+from anylaunch.schedulers import local_state as ls
+
+TYPE_CHECKING = False  # the supervisor starts per app: keep typing (~8 ms) out of it
+if TYPE_CHECKING:
+    from typing import Any
+
+_NONE = "<NONE>"
+# A replica's line longer than this is written without waiting for its newline.
+_MAX_LINE = 64 * 1024
+# After a replica exits, how long its pipes may stay open (held by a background child)
+# before the supervisor stops reading them.
+_DRAIN_AFTER_EXIT_S = 1.0
+# Longest sleep of the event loop: the cancel file is checked at least this often.
+_MAX_WAIT_S = 0.5
+_STDERR_TAIL = 20
+
+
+def describe_exit(returncode: int) -> str:
+    """Human form of a Popen return code.
+
+    >>> describe_exit(3), describe_exit(-9)
+    ('exit code 3', 'signal SIGKILL (exit code -9)')
+    """
+    if returncode < 0:
+        try:
+            name = signal.Signals(-returncode).name
+        except ValueError:
+            name = f"signal {-returncode}"
+        return f"signal {name} (exit code {returncode})"
+    return f"exit code {returncode}"
+
+
+class _IndexedLog:
+    """An append-only log file plus its sidecar index of ``(offset, time)`` per chunk."""
+
+    def __init__(self, path: str) -> None:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC
+        self.fd = os.open(path, flags, 0o644)
+        self.idx_fd = os.open(ls.index_path(path), flags, 0o644)
+        self.offset = os.fstat(self.fd).st_size
+        self.last_ts = 0.0
+
+    def write(self, data: bytes, now: float) -> None:
+        # timestamps never go backwards (a clock step must not break the since/until bisect)
+        self.last_ts = max(now, self.last_ts)
+        os.write(self.idx_fd, ls.INDEX_RECORD.pack(self.offset, self.last_ts))
+        view = memoryview(data)
+        while view:
+            written = os.write(self.fd, view)
+            view = view[written:]
+        self.offset += len(data)
+
+    def close(self) -> None:
+        os.close(self.fd)
+        os.close(self.idx_fd)
+
+
+class _Replica:
+    def __init__(self, spec: dict[str, Any]) -> None:
+        self.role: str = spec["role"]
+        self.id: int = int(spec["replica_id"])
+        self.cmd: list[str] = list(spec["cmd"])
+        self.env: dict[str, str] = dict(spec["env"])
+        self.cwd: str = spec["cwd"]
+        self.logs = {
+            "stdout": _IndexedLog(spec["stdout_log"]),
+            "stderr": _IndexedLog(spec["stderr_log"]),
+            "combined": _IndexedLog(spec["combined_log"]),
+        }
+        self.state = "PENDING"
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.pid: int | None = None
+        self.start_time: str | None = None
+        self.exit_code: int | None = None
+        self.exited_at: float | None = None
+        self.kill_at: float | None = None
+        self.stop_reason: str | None = None  # set when the supervisor stops it on purpose
+        self.restarts = 0
+        self.error: str = _NONE
+        self.pumps: dict[int, tuple[str, bytearray]] = {}
+        self.stderr_tail: deque[str] = deque(maxlen=_STDERR_TAIL)
+
+    @property
+    def live(self) -> bool:
+        return self.proc is not None
+
+    @property
+    def name(self) -> str:
+        return f"{self.role}/{self.id}"
+
+    def emit(self, stream: str, chunk: bytes) -> None:
+        now = time.time()
+        self.logs[stream].write(chunk, now)
+        self.logs["combined"].write(chunk, now)
+        if stream == "stderr":
+            self.stderr_tail.extend(
+                line.rstrip("\n") for line in chunk.decode("utf-8", "replace").splitlines()
+            )
+
+    def to_state(self) -> dict[str, Any]:
+        return {
+            "role": self.role,
+            "id": self.id,
+            "state": self.state,
+            "pid": self.pid,
+            "start_time": self.start_time,
+            "exit_code": self.exit_code,
+            "restarts": self.restarts,
+            "structured_error_msg": self.error,
+        }
+
+
+class _Role:
+    def __init__(self, spec: dict[str, Any], replicas: list[_Replica]) -> None:
+        self.name: str = spec["name"]
+        self.max_retries = int(spec["max_retries"])
+        self.retry_policy: str = spec["retry_policy"]
+        self.replicas = replicas
+        self.restarts = 0
+
+
+class Supervisor:
+    """Owns the replicas of the app in ``app_dir`` until they all ended."""
+
+    def __init__(self, app_dir: str) -> None:
+        self.app_dir = app_dir
+        request = ls.read_json(os.path.join(app_dir, ls.REQUEST_FILE))
+        if request is None:
+            raise FileNotFoundError(f"no {ls.REQUEST_FILE} in {app_dir}")
+        self.request = request
+        self.grace = float(request["cancel_grace_s"])
+        self.prepend_cwd = bool(request["prepend_cwd"])
+        self.roles: list[_Role] = []
+        self.replicas: list[_Replica] = []
+        for role_spec in request["roles"]:
+            replicas = [_Replica(r) for r in role_spec["replicas"]]
+            self.roles.append(_Role(role_spec, replicas))
+            self.replicas.extend(replicas)
+        self.num_restarts = 0
+        self.app_restarts = 0
+        self.outcome: tuple[str, str, str] | None = None  # (state, msg, structured_error_msg)
+        self.pending_restart: list[_Replica] = []
+        self.cancel_signalled = False
+        self.next_cancel_check = 0.0
+        self.created = time.time()
+        self.base_env = dict(os.environ)
+        self.selector = selectors.DefaultSelector()
+        self.wake_r, self.wake_w = os.pipe()
+        os.set_blocking(self.wake_r, False)
+        os.set_blocking(self.wake_w, False)
+        self.selector.register(self.wake_r, selectors.EVENT_READ, None)
+        # Signals only set flags; the wakeup fd makes select() return at once.
+        signal.set_wakeup_fd(self.wake_w)
+        signal.signal(signal.SIGTERM, self._on_cancel_signal)
+        signal.signal(signal.SIGINT, self._on_cancel_signal)
+        signal.signal(signal.SIGCHLD, lambda *_: None)
+        self.identity = {"pid": os.getpid(), "start_time": ls.process_start_time(os.getpid())}
+
+    def _on_cancel_signal(self, signum: int, frame: object) -> None:
+        self.cancel_signalled = True
+
+    # --- state ----------------------------------------------------------------------------
+
+    def write_state(self, state: str) -> None:
+        msg, structured = (self.outcome[1], self.outcome[2]) if self.outcome else ("", _NONE)
+        ls.write_json_atomic(
+            os.path.join(self.app_dir, ls.STATE_FILE),
+            {
+                "state": state,
+                "msg": msg,
+                "structured_error_msg": structured,
+                "num_restarts": self.num_restarts,
+                "supervisor": self.identity,
+                "created": self.request.get("created", self.created),
+                "updated": time.time(),
+                "log_dir": self.request["log_dir"],
+                "replicas": [r.to_state() for r in self.replicas],
+            },
+        )
+
+    # --- replicas -------------------------------------------------------------------------
+
+    def start(self, replica: _Replica) -> None:
+        env = dict(self.base_env)
+        env.update(replica.env)
+        path = env.get("PATH", "")
+        parts = [replica.cwd, path] if self.prepend_cwd else [path, replica.cwd]
+        env["PATH"] = os.pathsep.join(p for p in parts if p)
+        replica.exit_code = None
+        replica.exited_at = None
+        replica.kill_at = None
+        replica.stop_reason = None
+        replica.error = _NONE
+        replica.stderr_tail.clear()
+        try:
+            proc = subprocess.Popen(
+                replica.cmd,
+                cwd=replica.cwd,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,  # its own process group: cancel reaches its children
+                close_fds=True,
+            )
+        except (OSError, ValueError) as e:
+            reason = getattr(e, "strerror", None) or str(e)
+            replica.emit(
+                "stderr", f"anylaunch: cannot start {replica.cmd[0]!r}: {reason}\n".encode()
+            )
+            replica.pid = None
+            replica.start_time = None
+            code = 126 if isinstance(e, PermissionError) else 127
+            self.on_failure(replica, code, f"could not start: {reason}")
+            return
+        replica.proc = proc
+        replica.pid = proc.pid
+        replica.start_time = ls.process_start_time(proc.pid)
+        replica.state = "RUNNING"
+        for stream, pipe in (("stdout", proc.stdout), ("stderr", proc.stderr)):
+            assert pipe is not None
+            fd = pipe.fileno()
+            os.set_blocking(fd, False)
+            replica.pumps[fd] = (stream, bytearray())
+            self.selector.register(fd, selectors.EVENT_READ, replica)
+
+    def start_group(self, group: list[_Replica], app_state: str) -> None:
+        for r in group:
+            # a start that failed may have ended the app or queued a restart of the others
+            if self.outcome is None and r not in self.pending_restart:
+                self.start(r)
+                # record each pid at once: whoever takes over after a crash can kill it
+                self.write_state(app_state)
+
+    def pump(self, replica: _Replica, fd: int) -> None:
+        stream, buf = replica.pumps[fd]
+        try:
+            data = os.read(fd, 65536)
+        except BlockingIOError:
+            return
+        if not data:
+            self.close_pump(replica, fd)
+            return
+        buf += data
+        cut = buf.rfind(b"\n") + 1
+        if cut == 0 and len(buf) >= _MAX_LINE:
+            cut = len(buf)
+        if cut:
+            replica.emit(stream, bytes(buf[:cut]))
+            del buf[:cut]
+
+    def close_pump(self, replica: _Replica, fd: int) -> None:
+        stream, buf = replica.pumps.pop(fd)
+        # read what is left (a replica that exited has written everything it will)
+        with contextlib.suppress(OSError):
+            while chunk := os.read(fd, 65536):
+                buf += chunk
+        if buf:
+            replica.emit(stream, bytes(buf))  # a last line without newline stays as it is
+        self.selector.unregister(fd)
+
+    def stop(self, replica: _Replica, reason: str) -> None:
+        """Asks a live replica's group to stop (SIGTERM now, SIGKILL after the grace)."""
+        if not replica.live:
+            return
+        already_stopping = replica.stop_reason is not None
+        replica.stop_reason = reason  # a cancel or abort overrides a restart in progress
+        if already_stopping:
+            return
+        sig = signal.SIGTERM if self.grace > 0 else signal.SIGKILL
+        ls.kill_group(replica.pid, replica.start_time, sig)
+        replica.kill_at = time.monotonic() + self.grace
+
+    def finalize(self, replica: _Replica) -> None:
+        """The replica's process exited and its pipes are drained (or held too long)."""
+        for fd in list(replica.pumps):
+            self.close_pump(replica, fd)
+        proc = replica.proc
+        assert proc is not None
+        for pipe in (proc.stdout, proc.stderr):
+            if pipe is not None:
+                pipe.close()
+        # leftover background children of a finished replica must not keep running
+        ls.kill_group(replica.pid, replica.start_time, signal.SIGKILL)
+        replica.proc = None
+        code = proc.returncode
+        replica.exit_code = code
+        reason, replica.stop_reason = replica.stop_reason, None
+        if reason == "restart":
+            replica.state = "PENDING"
+        elif reason is not None:
+            replica.state = "CANCELLED"
+        elif code == 0:
+            replica.state = "SUCCEEDED"
+        else:
+            self.on_failure(replica, code, describe_exit(code))
+
+    def on_failure(self, replica: _Replica, code: int, reason: str) -> None:
+        replica.state = "FAILED"
+        replica.exit_code = code
+        replica.error = json.dumps(
+            {
+                "role": replica.role,
+                "replica_id": replica.id,
+                "exit_code": code,
+                "message": reason,
+                "stderr_tail": list(replica.stderr_tail),
+            }
+        )
+        if self.outcome is not None:
+            return  # already cancelling or failing: this exit is part of it
+        role = next(r for r in self.roles if r.name == replica.role)
+        if role.retry_policy == "REPLICA":
+            can_retry, group = replica.restarts < role.max_retries, [replica]
+        elif role.retry_policy == "ROLE":
+            can_retry, group = role.restarts < role.max_retries, role.replicas
+        else:
+            can_retry, group = self.app_restarts < role.max_retries, self.replicas
+        if can_retry:
+            self.num_restarts += 1
+            if role.retry_policy == "REPLICA":
+                replica.restarts += 1
+            elif role.retry_policy == "ROLE":
+                role.restarts += 1
+            else:
+                self.app_restarts += 1
+            for r in group:
+                self.stop(r, "restart")
+                if r not in self.pending_restart:
+                    self.pending_restart.append(r)
+            return
+        self.outcome = (
+            "FAILED",
+            f"replica {replica.name} (role {replica.role!r}) failed with {reason}"
+            + (f" after {role.max_retries} retries" if role.max_retries else ""),
+            replica.error,
+        )
+        self.abort("abort")
+
+    def abort(self, reason: str) -> None:
+        self.pending_restart.clear()
+        for r in self.replicas:
+            if r.live:
+                self.stop(r, reason)
+            elif r.state in ("PENDING", "RUNNING"):
+                r.state = "CANCELLED"
+
+    # --- main loop ------------------------------------------------------------------------
+
+    def check_cancel(self, now: float) -> None:
+        if self.outcome is not None:
+            return
+        if not self.cancel_signalled and now >= self.next_cancel_check:
+            self.next_cancel_check = now + _MAX_WAIT_S
+            self.cancel_signalled = os.path.exists(os.path.join(self.app_dir, ls.CANCEL_FILE))
+        if self.cancel_signalled:
+            self.outcome = ("CANCELLED", "cancelled by request", _NONE)
+            self.abort("cancel")
+
+    def timeout(self, now: float) -> float:
+        deadlines = [now + _MAX_WAIT_S]
+        for r in self.replicas:
+            if r.live and r.kill_at is not None:
+                deadlines.append(r.kill_at)
+            if r.live and r.exited_at is not None:
+                deadlines.append(r.exited_at + _DRAIN_AFTER_EXIT_S)
+        return max(0.0, min(deadlines) - now)
+
+    def run(self) -> str:
+        current = ls.read_json(os.path.join(self.app_dir, ls.STATE_FILE)) or {}
+        if current.get("state") in ("SUCCEEDED", "FAILED", "CANCELLED"):
+            return str(current["state"])  # started too late: someone else already ended the app
+        self.write_state("PENDING")  # confirms to the launcher that the supervisor is up
+        self.check_cancel(time.monotonic())  # a cancel may have raced with the start
+        self.start_group(self.replicas, "PENDING")
+        self.write_state("RUNNING")
+        while True:
+            changed = False
+            now = time.monotonic()
+            self.check_cancel(now)
+            for key, _ in self.selector.select(self.timeout(now)):
+                if key.data is None:
+                    with contextlib.suppress(BlockingIOError):
+                        while os.read(self.wake_r, 4096):
+                            pass
+                elif key.fd in key.data.pumps:
+                    self.pump(key.data, key.fd)
+            now = time.monotonic()
+            for r in self.replicas:
+                if not r.live:
+                    continue
+                assert r.proc is not None
+                if r.exited_at is None and r.proc.poll() is not None:
+                    r.exited_at = now
+                if r.exited_at is None and r.kill_at is not None and now >= r.kill_at:
+                    ls.kill_group(r.pid, r.start_time, signal.SIGKILL)
+                    r.kill_at = None
+                if r.exited_at is not None and (
+                    not r.pumps or now - r.exited_at >= _DRAIN_AFTER_EXIT_S
+                ):
+                    self.finalize(r)
+                    changed = True
+            if self.pending_restart and not any(r.live for r in self.pending_restart):
+                group, self.pending_restart = self.pending_restart, []
+                self.start_group(group, "RUNNING")
+                changed = True
+            if not any(r.live for r in self.replicas) and not self.pending_restart:
+                final = self.outcome[0] if self.outcome else "SUCCEEDED"
+                self.write_state(final)
+                return final
+            if changed:
+                self.write_state("RUNNING")
+
+    def kill_all(self) -> None:
+        for r in self.replicas:
+            if r.live:
+                ls.kill_group(r.pid, r.start_time, signal.SIGKILL)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point: ``python -m anylaunch.schedulers.local_supervisor APP_DIR``."""
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 1:
+        print("usage: python -m anylaunch.schedulers.local_supervisor APP_DIR", file=sys.stderr)
+        return 2
+    app_dir = os.path.abspath(args[0])
+    supervisor: Supervisor | None = None
+    try:
+        supervisor = Supervisor(app_dir)
+        state = supervisor.run()
+        print(f"app ended {state}", file=sys.stderr)
+        return 0
+    except BaseException as e:
+        traceback.print_exc()
+        if supervisor is not None:
+            supervisor.kill_all()
+            supervisor.outcome = ("FAILED", f"supervisor crashed: {e!r}", _NONE)
+            with contextlib.suppress(Exception):
+                for r in supervisor.replicas:
+                    if r.state in ("PENDING", "RUNNING"):
+                        r.state = "FAILED"
+                supervisor.write_state("FAILED")
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
