@@ -1,0 +1,665 @@
+"""The Runner: submits AppDefs to schedulers and manages the launched apps by handle.
+
+A handle is ``{scheduler}://{session_name}/{app_id}``; every method that takes one routes to
+the scheduler it names, so a handle from another process (or another session) works too.
+
+>>> from anylaunch.runner import get_runner
+>>> with get_runner() as runner:
+...     "local_cwd" in runner.scheduler_backends()
+True
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import os
+import re
+import time
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from datetime import datetime
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+from anylaunch.schedulers import SchedulerFactory, get_scheduler_factories
+from anylaunch.schedulers.api import ListAppResponse, Scheduler, Stream
+from anylaunch.specs.api import (
+    NONE,
+    AppDef,
+    AppDryRunInfo,
+    AppHandle,
+    AppState,
+    AppStatus,
+    Workspace,
+    macros,
+    make_app_handle,
+    parse_app_handle,
+)
+from anylaunch.specs.errors import (
+    AnylaunchError,
+    InvalidRunConfigException,
+    InvalidSpecError,
+    UnknownAppException,
+    UnknownSchedulerException,
+    did_you_mean,
+)
+from anylaunch.specs.runopts import CfgVal, runopts
+
+if TYPE_CHECKING:
+    import random
+
+__all__ = [
+    "DEFAULT_SESSION_NAME",
+    "ENV_ANYLAUNCH_JOB_ID",
+    "ENV_ANYLAUNCH_PARENT_RUN_ID",
+    "AppWaitTimeoutError",
+    "Runner",
+    "get_runner",
+    "poll_intervals",
+]
+
+#: Session name of a runner created without a name (TorchX uses "torchx").
+DEFAULT_SESSION_NAME = "anylaunch"
+#: Injected into every role: the app's own handle (the scheduler substitutes ``${app_id}``).
+ENV_ANYLAUNCH_JOB_ID = "ANYLAUNCH_JOB_ID"
+#: Injected into every role when a parent run id is given (or set in the launcher's env).
+ENV_ANYLAUNCH_PARENT_RUN_ID = "ANYLAUNCH_PARENT_RUN_ID"
+
+_SESSION_NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
+
+logger: logging.Logger = logging.getLogger(__name__)
+
+
+class AppWaitTimeoutError(AnylaunchError, TimeoutError):
+    """``Runner.wait`` gave up before the app reached a terminal state (the app keeps running).
+
+    >>> print(AppWaitTimeoutError("local_cwd://s/echo-1", AppState.RUNNING, 5))
+    app local_cwd://s/echo-1 did not finish within 5s (last state: RUNNING). Fix: wait longer (a larger timeout), or stop it with Runner.cancel('local_cwd://s/echo-1') / `anylaunch cancel local_cwd://s/echo-1`
+    """
+
+    def __init__(self, app_handle: AppHandle, last_state: AppState, timeout: float) -> None:
+        self.app_handle = app_handle
+        self.last_state = last_state
+        self.timeout = timeout
+        super().__init__(
+            f"app {app_handle} did not finish within {timeout:g}s (last state: "
+            f"{last_state.name}). Fix: wait longer (a larger timeout), or stop it with "
+            f"Runner.cancel({app_handle!r}) / `anylaunch cancel {app_handle}`"
+        )
+
+
+def poll_intervals(
+    cap: float,
+    initial: float = 0.1,
+    factor: float = 2.0,
+    rng: random.Random | None = None,
+) -> Iterator[float]:
+    """Yields sleep times for status polling: exponential backoff from ``initial``, capped
+    at ``cap``, each jittered down to between half and all of its step so that many waiters
+    do not poll in lockstep. Never yields 0 or more than ``cap``.
+
+    >>> import itertools, random
+    >>> delays = list(itertools.islice(poll_intervals(2.0, rng=random.Random(0)), 10))
+    >>> all(0.05 <= d <= 2.0 for d in delays), delays[0] <= 0.1, delays[-1] >= 1.0
+    (True, True, True)
+    """
+    for name, value in (("cap", cap), ("initial", initial)):
+        # `not value > 0` also rejects NaN
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+            raise InvalidSpecError(name, value, "must be a number > 0", "pass e.g. 10 (seconds)")
+    if isinstance(factor, bool) or not isinstance(factor, (int, float)) or factor < 1:
+        raise InvalidSpecError("factor", factor, "must be a number >= 1", "pass e.g. 2")
+    if rng is None:
+        import random
+
+        rng = random.Random()
+    return _jittered_backoff(min(float(initial), float(cap)), float(cap), float(factor), rng)
+
+
+def _jittered_backoff(
+    step: float, cap: float, factor: float, rng: random.Random
+) -> Iterator[float]:
+    while True:
+        yield rng.uniform(step / 2, step)
+        step = min(step * factor, cap)
+
+
+def _component_cli_args(component_fn: Any, args: Mapping[str, object]) -> list[str]:
+    """Turns ``{param: value}`` into the component's command-line arguments.
+
+    A list value for the ``*args`` parameter is passed after ``--``; None means "use the
+    default".
+    """
+    import inspect
+
+    varargs = next(
+        (
+            p.name
+            for p in inspect.signature(component_fn).parameters.values()
+            if p.kind is inspect.Parameter.VAR_POSITIONAL
+        ),
+        None,
+    )
+
+    def as_cli(value: object) -> str:
+        if isinstance(value, bool):
+            return "true" if value else "false"
+        if isinstance(value, (list, tuple)):
+            return ",".join(as_cli(v) for v in value)
+        if isinstance(value, dict):
+            return ",".join(f"{as_cli(k)}={as_cli(v)}" for k, v in value.items())
+        return str(value)
+
+    cli: list[str] = []
+    rest: list[str] = []
+    for key, value in args.items():
+        if not isinstance(key, str) or not key:
+            raise InvalidSpecError(
+                "component_args", key, "keys must be parameter names", "use {'msg': 'hi'}"
+            )
+        if value is None:
+            continue
+        if key == varargs:
+            items = value if isinstance(value, (list, tuple)) else [value]
+            rest = ["--", *(as_cli(v) for v in items)]
+        else:
+            # --name=value keeps values that start with '-' from reading as options
+            cli.append(f"--{key}={as_cli(value)}")
+    return cli + rest
+
+
+class Runner:
+    """Submits AppDefs to schedulers and acts on the launched apps by handle.
+
+    Schedulers are created lazily (one per name, with this runner's session name) and closed
+    by :meth:`close` or on leaving a ``with`` block. Prefer :func:`get_runner`.
+
+    Args:
+        name: session name; it appears in every handle this runner creates
+        scheduler_factories: scheduler name to factory (see ``anylaunch.schedulers``)
+        component_defaults: component name to ``{param: value-as-on-the-CLI}`` defaults
+            (override ``[component:NAME]`` sections of ``.anylaunchconfig``)
+        scheduler_params: keyword arguments passed to every scheduler factory
+    """
+
+    def __init__(
+        self,
+        name: str,
+        scheduler_factories: Mapping[str, SchedulerFactory],
+        component_defaults: Mapping[str, Mapping[str, str]] | None = None,
+        scheduler_params: Mapping[str, object] | None = None,
+    ) -> None:
+        if not isinstance(name, str) or not _SESSION_NAME.match(name):
+            raise InvalidSpecError(
+                "name",
+                name,
+                "a session name must be non-empty letters, digits, '_', '.' or '-' "
+                "(it is part of every app handle)",
+                f"use e.g. {DEFAULT_SESSION_NAME!r} or 'my-team'",
+            )
+        if not isinstance(scheduler_factories, Mapping):
+            raise InvalidSpecError(
+                "scheduler_factories",
+                scheduler_factories,
+                "must be a mapping of scheduler name to factory",
+                "use anylaunch.schedulers.get_scheduler_factories()",
+            )
+        self._name = name
+        self._scheduler_factories = dict(scheduler_factories)
+        self._scheduler_params: dict[str, object] = dict(scheduler_params or {})
+        self._scheduler_instances: dict[str, Scheduler[Any]] = {}
+        self._apps: dict[AppHandle, AppDef] = {}
+        self._component_defaults = {k: dict(v) for k, v in (component_defaults or {}).items()}
+
+    # --- lifecycle -------------------------------------------------------------------------
+
+    def __enter__(self) -> Runner:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Closes every scheduler this runner created. Safe to call more than once."""
+        instances, self._scheduler_instances = self._scheduler_instances, {}
+        errors: list[BaseException] = []
+        for sched in instances.values():
+            try:
+                sched.close()
+            except Exception as e:  # close the others before reporting it
+                errors.append(e)
+        if errors:
+            raise errors[0]
+
+    @property
+    def session_name(self) -> str:
+        """The session name that appears in this runner's handles."""
+        return self._name
+
+    def name(self) -> str:
+        """The session name (TorchX-compatible accessor)."""
+        return self._name
+
+    def __repr__(self) -> str:
+        return (
+            f"Runner(name={self._name!r}, schedulers={sorted(self._scheduler_factories)}, "
+            f"created={sorted(self._scheduler_instances)})"
+        )
+
+    # --- submission ------------------------------------------------------------------------
+
+    def run_component(
+        self,
+        component: str,
+        component_args: Sequence[str] | Mapping[str, object],
+        scheduler: str,
+        cfg: Mapping[str, CfgVal] | None = None,
+        workspace: str | Workspace | None = None,
+        parent_run_id: str | None = None,
+    ) -> AppHandle:
+        """Materializes a named component with its arguments and runs it.
+
+        Args:
+            component: component name (e.g. ``utils.echo`` or ``path/file.py:fn``)
+            component_args: CLI-style arguments (``["--msg", "hi"]``) or ``{param: value}``
+            scheduler: scheduler name
+            cfg: run options (win over ``.anylaunchconfig``)
+            workspace: overrides the first role's workspace (``""`` disables it)
+            parent_run_id: injected as ``ANYLAUNCH_PARENT_RUN_ID``
+
+        Returns:
+            the app handle
+        """
+        info = self.dryrun_component(
+            component, component_args, scheduler, cfg, workspace, parent_run_id
+        )
+        return self.schedule(info)
+
+    def dryrun_component(
+        self,
+        component: str,
+        component_args: Sequence[str] | Mapping[str, object],
+        scheduler: str,
+        cfg: Mapping[str, CfgVal] | None = None,
+        workspace: str | Workspace | None = None,
+        parent_run_id: str | None = None,
+    ) -> AppDryRunInfo[Any]:
+        """Dryrun version of :meth:`run_component`: returns what would be submitted."""
+        from anylaunch.components import get_component
+        from anylaunch.runner.config import get_configs
+        from anylaunch.specs.builders import materialize_appdef
+
+        if not isinstance(component, str) or not component:
+            raise InvalidSpecError(
+                "component", component, "must be a non-empty str", "e.g. 'utils.echo'"
+            )
+        component_fn = get_component(component).fn
+        if isinstance(component_args, Mapping):
+            cli_args = _component_cli_args(component_fn, component_args)
+        elif isinstance(component_args, (list, tuple)) and all(
+            isinstance(a, str) for a in component_args
+        ):
+            cli_args = list(component_args)
+        else:
+            raise InvalidSpecError(
+                "component_args",
+                component_args,
+                "must be a list of str (as on the command line) or a {param: value} dict",
+                "pass e.g. ['--msg', 'hi'] or {'msg': 'hi'}",
+            )
+        defaults = {
+            **get_configs("component", component),
+            **self._component_defaults.get(component, {}),
+        }
+        app = materialize_appdef(component_fn, cli_args, defaults or None)
+        return self.dryrun(app, scheduler, cfg, workspace, parent_run_id)
+
+    def run(
+        self,
+        app: AppDef,
+        scheduler: str,
+        cfg: Mapping[str, CfgVal] | None = None,
+        workspace: str | Workspace | None = None,
+        parent_run_id: str | None = None,
+    ) -> AppHandle:
+        """Dry-runs then schedules ``app``; everything is validated before submission.
+
+        Returns:
+            the app handle ``{scheduler}://{session_name}/{app_id}``
+        """
+        return self.schedule(self.dryrun(app, scheduler, cfg, workspace, parent_run_id))
+
+    def dryrun(
+        self,
+        app: AppDef,
+        scheduler: str,
+        cfg: Mapping[str, CfgVal] | None = None,
+        workspace: str | Workspace | None = None,
+        parent_run_id: str | None = None,
+    ) -> AppDryRunInfo[Any]:
+        """Returns the scheduler request that :meth:`run` would submit, without submitting.
+
+        Works on a copy of ``app``: fills ``cfg`` from ``.anylaunchconfig`` (explicit keys
+        win), resolves and validates it, builds the workspace into the first role when the
+        scheduler supports workspaces, and injects ``ANYLAUNCH_JOB_ID`` (and
+        ``ANYLAUNCH_PARENT_RUN_ID``) into every role's env.
+
+        Args:
+            app: the app to submit (not modified)
+            scheduler: scheduler name
+            cfg: run options
+            workspace: overrides ``app.roles[0].workspace``; ``""`` disables the workspace
+            parent_run_id: injected as ``ANYLAUNCH_PARENT_RUN_ID`` (the launcher's own
+                ``$ANYLAUNCH_PARENT_RUN_ID`` wins, so nested launches link up)
+
+        Raises:
+            UnknownSchedulerException: no scheduler has that name (with a did-you-mean)
+            InvalidRunConfigException: cfg has an unknown, missing or mistyped option
+            InvalidSpecError: the app cannot work on this scheduler
+        """
+        from anylaunch.runner.config import apply
+
+        if not isinstance(app, AppDef):
+            raise InvalidSpecError(
+                "app", type(app).__name__, "must be an AppDef", "pass specs.AppDef(...)"
+            )
+        if cfg is not None and not isinstance(cfg, Mapping):
+            raise InvalidRunConfigException(
+                "cfg", cfg, "must be a mapping of option name to value", "pass a dict"
+            )
+        if parent_run_id is not None and not isinstance(parent_run_id, str):
+            raise InvalidSpecError("parent_run_id", parent_run_id, "must be a str", "pass a str")
+        app = copy.deepcopy(app)  # the caller's AppDef is never modified
+        app.validate()
+        sched = self._scheduler(scheduler)
+        opts = sched.run_opts()
+        merged: dict[str, CfgVal] = dict(cfg or {})
+        apply(scheduler, merged, opts=opts)
+        resolved = opts.resolve(merged)
+
+        sched._pre_build_validate(app, scheduler, resolved)
+        self._build_workspace(sched, app, workspace, resolved)
+        sched._validate(app, scheduler, resolved)
+
+        parent = os.environ.get(ENV_ANYLAUNCH_PARENT_RUN_ID) or parent_run_id
+        job_id = make_app_handle(scheduler, self._name, macros.app_id)
+        for role in app.roles:
+            role.env[ENV_ANYLAUNCH_JOB_ID] = job_id
+            if parent:
+                role.env[ENV_ANYLAUNCH_PARENT_RUN_ID] = parent
+
+        info = sched.submit_dryrun(app, resolved)
+        # route by the name this runner knows the scheduler by (may differ from its backend)
+        info._scheduler = scheduler
+        return info
+
+    @staticmethod
+    def _build_workspace(
+        sched: Scheduler[Any],
+        app: AppDef,
+        workspace: str | Workspace | None,
+        cfg: Mapping[str, CfgVal],
+    ) -> None:
+        from anylaunch.workspace.api import WorkspaceMixin
+
+        role = app.roles[0]
+        if workspace is None:
+            ws = role.workspace
+        elif isinstance(workspace, Workspace):
+            ws = workspace
+        elif isinstance(workspace, str):
+            ws = Workspace.from_str(workspace) if workspace.strip() else None
+        else:
+            raise InvalidSpecError(
+                "workspace",
+                workspace,
+                "must be a path string, a Workspace or None",
+                "pass e.g. '.' or Workspace(projects={'.': ''})",
+            )
+        role.workspace = ws
+        if ws is None:
+            return
+        if not isinstance(sched, WorkspaceMixin):
+            logger.warning(
+                "the %s scheduler does not support workspaces; ignoring workspace %s",
+                sched.backend,
+                ws,
+            )
+            return
+        old_image = role.image
+        sched.build_workspace_and_update_role(role, ws, cfg)
+        logger.info("workspace %s: role %s image %s -> %s", ws, role.name, old_image, role.image)
+
+    def schedule(self, dryrun_info: AppDryRunInfo[Any]) -> AppHandle:
+        """Submits a request made by :meth:`dryrun` (possibly edited) and returns its handle."""
+        scheduler = getattr(dryrun_info, "_scheduler", None)
+        app = getattr(dryrun_info, "_app", None)
+        if not isinstance(dryrun_info, AppDryRunInfo) or scheduler is None or app is None:
+            raise InvalidSpecError(
+                "dryrun_info",
+                type(dryrun_info).__name__,
+                "is not a request made by Runner.dryrun",
+                "pass the object Runner.dryrun / Runner.dryrun_component returned",
+            )
+        app_id = self._scheduler(scheduler).schedule(dryrun_info)
+        handle = make_app_handle(scheduler, self._name, app_id)
+        self._apps[handle] = app
+        logger.info("launched %s", handle)
+        return handle
+
+    # --- queries ---------------------------------------------------------------------------
+
+    def status(self, app_handle: AppHandle) -> AppStatus | None:
+        """Returns the app's status, or None if the scheduler does not know the app."""
+        sched, app_id = self._scheduler_app_id(app_handle)
+        desc = sched.describe(app_id)
+        if desc is None:
+            self._apps.pop(app_handle, None)
+            return None
+        return AppStatus(
+            state=desc.state,
+            num_restarts=desc.num_restarts,
+            msg="" if desc.msg == NONE else desc.msg,
+            structured_error_msg=desc.structured_error_msg,
+            ui_url=desc.ui_url,
+            roles=desc.roles_statuses,
+        )
+
+    def wait(
+        self,
+        app_handle: AppHandle,
+        wait_interval: float = 10,
+        timeout: float | None = None,
+    ) -> AppStatus | None:
+        """Blocks until the app is terminal and returns its final status (None if the app
+        no longer exists). Polls with jittered exponential backoff capped at ``wait_interval``.
+
+        Raises:
+            AppWaitTimeoutError: ``timeout`` seconds passed first (the app is not cancelled)
+        """
+        if isinstance(timeout, bool) or (
+            timeout is not None and (not isinstance(timeout, (int, float)) or not timeout >= 0)
+        ):
+            raise InvalidSpecError(
+                "timeout", timeout, "must be None or a number of seconds >= 0", "e.g. 3600"
+            )
+        if (
+            isinstance(wait_interval, bool)
+            or not isinstance(wait_interval, (int, float))
+            or not wait_interval > 0
+        ):
+            raise InvalidSpecError(
+                "wait_interval", wait_interval, "must be a number of seconds > 0", "e.g. 10"
+            )
+        intervals = poll_intervals(wait_interval)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            status = self.status(app_handle)
+            if status is None or status.is_terminal():
+                return status
+            delay = next(intervals)
+            if deadline is not None:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise AppWaitTimeoutError(app_handle, status.state, float(timeout or 0))
+                delay = min(delay, remaining)
+            time.sleep(delay)
+
+    def describe(self, app_handle: AppHandle) -> AppDef | None:
+        """Rebuilds the app (as far as the scheduler can) from its handle, or None."""
+        sched, app_id = self._scheduler_app_id(app_handle)
+        desc = sched.describe(app_id)
+        cached = self._apps.get(app_handle)
+        if desc is None:
+            self._apps.pop(app_handle, None)
+            return None
+        if desc.roles:
+            name = cached.name if cached is not None else app_id
+            return AppDef(name=name, roles=list(desc.roles), metadata=dict(desc.metadata))
+        if cached is not None:  # the scheduler cannot describe roles: what we submitted
+            return copy.deepcopy(cached)
+        return AppDef(name=app_id, roles=[], metadata=dict(desc.metadata))
+
+    def log_lines(
+        self,
+        app_handle: AppHandle,
+        role_name: str,
+        k: int = 0,
+        regex: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        should_tail: bool = False,
+        streams: Stream | None = None,
+    ) -> Iterable[str]:
+        """Returns the log lines of replica ``k`` of ``role_name``, each with the trailing
+        newline the scheduler gives it (print with ``end=""``). With ``should_tail`` the
+        iterator follows the log until the app ends.
+
+        Raises:
+            UnknownAppException: the scheduler does not know the app
+        """
+        if not isinstance(role_name, str) or not role_name:
+            raise InvalidSpecError(
+                "role_name", role_name, "must be a non-empty str", "e.g. 'trainer'"
+            )
+        if isinstance(k, bool) or not isinstance(k, int) or k < 0:
+            raise InvalidSpecError("k", k, "must be a replica index >= 0", "e.g. k=0")
+        sched, app_id = self._scheduler_app_id(app_handle)
+        if sched.describe(app_id) is None:
+            raise UnknownAppException(app_handle)
+        return sched.log_iter(app_id, role_name, k, regex, since, until, should_tail, streams)
+
+    # --- control ---------------------------------------------------------------------------
+
+    def cancel(self, app_handle: AppHandle) -> None:
+        """Requests cancellation and returns at once; a no-op for an unknown or finished app.
+
+        The app ends CANCELLED once the scheduler has stopped it (or FAILED if it could not).
+        """
+        sched, app_id = self._scheduler_app_id(app_handle)
+        sched.cancel(app_id)
+
+    def delete(self, app_handle: AppHandle) -> None:
+        """Deletes the app from the scheduler (cancelling it first if it runs)."""
+        sched, app_id = self._scheduler_app_id(app_handle)
+        sched.delete(app_id)
+        self._apps.pop(app_handle, None)
+
+    # --- schedulers and config -------------------------------------------------------------
+
+    def scheduler_backends(self) -> list[str]:
+        """Names of the schedulers this runner can use (none is created)."""
+        return list(self._scheduler_factories)
+
+    def scheduler_run_opts(self, scheduler: str) -> runopts:
+        """The run options the scheduler accepts."""
+        return self._scheduler(scheduler).run_opts()
+
+    def cfg_from_str(self, scheduler: str, cfg_str: str) -> dict[str, CfgVal]:
+        """Parses ``K1=V1,K2=V2`` (the CLI's ``-cfg``) into a typed cfg for ``scheduler``.
+
+        Raises:
+            InvalidRunConfigException: a key is not an option of the scheduler (with a
+                did-you-mean) or a value does not cast to the option's type
+        """
+        from anylaunch.specs.runopts import _cfg_str_to_pairs
+
+        if not isinstance(cfg_str, str):
+            raise InvalidRunConfigException(
+                "cfg", cfg_str, "must be a str of KEY=VALUE pairs", "e.g. 'log_dir=/tmp'"
+            )
+        opts = self.scheduler_run_opts(scheduler)
+        if cfg_str.strip():
+            known = [name for name, _ in opts]
+            for key, value in _cfg_str_to_pairs(cfg_str.strip()).items():
+                if key not in opts:
+                    raise InvalidRunConfigException(
+                        key,
+                        value,
+                        f"not a run option of the {scheduler} scheduler{did_you_mean(key, known)}",
+                        f"use one of: {', '.join(sorted(known)) or '(none)'}",
+                    )
+        return opts.cfg_from_str(cfg_str)
+
+    def _scheduler(self, scheduler: str) -> Scheduler[Any]:
+        sched = self._scheduler_instances.get(scheduler)
+        if sched is not None:
+            return sched
+        if not isinstance(scheduler, str) or scheduler not in self._scheduler_factories:
+            raise UnknownSchedulerException(str(scheduler), self._scheduler_factories)
+        sched = self._scheduler_factories[scheduler](self._name, **self._scheduler_params)
+        self._scheduler_instances[scheduler] = sched
+        return sched
+
+    def _scheduler_app_id(self, app_handle: AppHandle) -> tuple[Scheduler[Any], str]:
+        # the handle's session may be another runner's: the scheduler knows the app by id
+        backend, _, app_id = parse_app_handle(app_handle)
+        return self._scheduler(backend), app_id
+
+    # defined last: inside the class body, the name `list` would shadow the builtin
+    def list(
+        self, scheduler: str, cfg: Mapping[str, CfgVal] | None = None
+    ) -> list[ListAppResponse]:
+        """Lists the scheduler's apps, each with its handle.
+
+        Options from ``.anylaunchconfig`` fill in ``cfg`` (explicit keys win).
+        """
+        from anylaunch.runner.config import apply
+
+        sched = self._scheduler(scheduler)
+        merged: dict[str, CfgVal] = dict(cfg or {})
+        apply(scheduler, merged, opts=sched.run_opts())
+        apps = sched.list(merged or None)
+        for listed in apps:
+            if listed.app_handle == "<NOT_SET>":
+                listed.app_handle = make_app_handle(scheduler, self._name, listed.app_id)
+        return apps
+
+
+def get_runner(
+    name: str | None = None,
+    component_defaults: Mapping[str, Mapping[str, str]] | None = None,
+    **scheduler_params: Any,
+) -> Runner:
+    """Creates a Runner over every registered scheduler (created on first use).
+
+    >>> with get_runner() as runner:
+    ...     runner.session_name
+    'anylaunch'
+
+    Args:
+        name: session name for the handles (default ``"anylaunch"``)
+        component_defaults: component name to ``{param: value}`` defaults
+        scheduler_params: keyword arguments passed to every scheduler factory
+    """
+    return Runner(
+        name if name is not None else DEFAULT_SESSION_NAME,
+        get_scheduler_factories(),
+        component_defaults,
+        scheduler_params,
+    )

@@ -1,0 +1,447 @@
+"""The ``.anylaunchconfig`` file: per-project and per-user defaults in INI format.
+
+Sections:
+
+- ``[SCHEDULER]`` (e.g. ``[local_cwd]``): that scheduler's run options (``cfg``). Values are
+  written as on the command line and cast with the scheduler's runopts (``True``/``False``,
+  ``a;b;c`` for lists, ``k:v,k2:v2`` for dicts). An empty value or ``None`` means "unset here".
+- ``[component:NAME]``: default arguments of component ``NAME``, as typed on the command line.
+- ``[cli:run]``: defaults for ``anylaunch run`` (e.g. ``scheduler``, ``component``).
+
+Which files are read, highest precedence first (a key comes from the first file that has it):
+
+1. ``dirs`` given to a function: ``{dir}/.anylaunchconfig`` for each dir, in order.
+2. else ``$ANYLAUNCHCONFIG``, if set and non-empty: that file only (``/dev/null`` reads nothing).
+3. else ``./.anylaunchconfig`` (the current directory), then ``$HOME/.anylaunchconfig``.
+
+Run options passed explicitly (``cfg``) always win over every file. Example::
+
+    # ./.anylaunchconfig
+    [local_cwd]
+    log_dir = /tmp/logs
+
+    [component:utils.echo]
+    msg = hello
+
+    [cli:run]
+    scheduler = local_cwd
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Iterable, MutableMapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
+
+from anylaunch.specs.errors import InvalidSpecError, did_you_mean
+from anylaunch.specs.runopts import CfgVal, camel_to_snake, runopt, runopts
+
+if TYPE_CHECKING:
+    import configparser
+
+__all__ = [
+    "CONFIG_FILE",
+    "CONFIG_PREFIX_DELIM",
+    "ENV_ANYLAUNCHCONFIG",
+    "InvalidConfigFileError",
+    "apply",
+    "dump",
+    "find_configs",
+    "get_config",
+    "get_configs",
+    "load",
+    "load_sections",
+]
+
+#: Name of the config file looked up in each directory.
+CONFIG_FILE = ".anylaunchconfig"
+#: Separates a section's prefix from its name: ``[component:dist.ddp]``.
+CONFIG_PREFIX_DELIM = ":"
+#: Environment variable naming the only config file to read.
+ENV_ANYLAUNCHCONFIG = "ANYLAUNCHCONFIG"
+#: Placeholder that ``dump`` writes for required options; loading it is an error.
+FIXME = "FIXME"
+
+_UNSET = frozenset({"", "None"})
+# configparser's DEFAULT section leaks its keys into every section: treat it as a normal one
+_NO_DEFAULT_SECTION = "\x00anylaunch-no-default-section"
+
+log: logging.Logger = logging.getLogger(__name__)
+
+
+class InvalidConfigFileError(InvalidSpecError):
+    """A config file cannot be parsed, or one of its entries cannot work.
+
+    >>> err = InvalidConfigFileError("/p/.anylaunchconfig", "local_cwd", "log_dri", "/x",
+    ...                              "unknown run option", "remove it")
+    >>> str(err)
+    "/p/.anylaunchconfig[local_cwd].log_dri='/x' is invalid: unknown run option. Fix: remove it"
+    """
+
+    def __init__(
+        self, path: str, section: str | None, key: str | None, value: Any, problem: str, fix: str
+    ) -> None:
+        self.path = path
+        self.section = section
+        self.key = key
+        where = path
+        if section is not None:
+            where += f"[{section}]"
+        if key is not None:
+            where += f".{key}"
+        super().__init__(where, value, problem, fix)
+
+
+def _configparser() -> configparser.ConfigParser:
+    import configparser
+
+    parser = configparser.ConfigParser(
+        interpolation=None,  # a '%' in a value (e.g. a URL) is literal
+        default_section=_NO_DEFAULT_SECTION,
+    )
+    # keep option names as written: run options are case-sensitive (camelCase is accepted)
+    parser.optionxform = str  # type: ignore[assignment,method-assign]
+    return parser
+
+
+def _read(f: TextIO, path: str) -> configparser.ConfigParser:
+    import configparser
+
+    parser = _configparser()
+    try:
+        parser.read_file(f, source=path)
+    except configparser.Error as e:
+        first_line = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise InvalidConfigFileError(
+            path,
+            None,
+            None,
+            type(e).__name__,
+            f"not a valid INI file ({first_line})",
+            "write [section] headers followed by `key = value` lines, each key once per section",
+        ) from None
+    return parser
+
+
+def _read_path(path: str) -> configparser.ConfigParser:
+    with open(path, encoding="utf-8") as f:
+        return _read(f, path)
+
+
+def find_configs(dirs: Iterable[str] | None = None) -> list[str]:
+    """Returns the config files to read, highest precedence first.
+
+    With ``dirs``: each ``{dir}/.anylaunchconfig`` that exists. Without: ``$ANYLAUNCHCONFIG``
+    if set (it must exist), else ``./.anylaunchconfig`` then ``$HOME/.anylaunchconfig``.
+
+    >>> find_configs(dirs=["/no/such/dir"])
+    []
+
+    Raises:
+        InvalidConfigFileError: ``$ANYLAUNCHCONFIG`` names a path that is not a file.
+    """
+    if dirs is not None and isinstance(dirs, str):
+        raise InvalidSpecError(
+            "dirs", dirs, "must be a list of directories, not a str", f"pass dirs=[{dirs!r}]"
+        )
+    dir_list = list(dirs) if dirs is not None else []
+    if not dir_list:
+        env_file = os.environ.get(ENV_ANYLAUNCHCONFIG, "")
+        if env_file:
+            if not os.path.exists(env_file) or os.path.isdir(env_file):
+                raise InvalidConfigFileError(
+                    env_file,
+                    None,
+                    None,
+                    env_file,
+                    f"${ENV_ANYLAUNCHCONFIG} names a file that does not exist",
+                    f"point {ENV_ANYLAUNCHCONFIG} at a config file (or /dev/null to read none), "
+                    "or unset it",
+                )
+            return [env_file]
+        # computed per call (not at import) so a changed cwd or $HOME is honoured
+        dir_list = [str(Path.cwd()), str(Path.home())]
+    found: list[str] = []
+    seen: set[str] = set()
+    for d in dir_list:
+        path = os.path.join(os.path.expanduser(d), CONFIG_FILE)
+        real = os.path.realpath(path)
+        if real in seen or not os.path.isfile(path):
+            continue
+        seen.add(real)
+        found.append(path)
+    return found
+
+
+def _canonical_keys(cfg: Iterable[str], opts: runopts) -> set[str]:
+    names = {name for name, _ in opts}
+    return {key if key in names else camel_to_snake(key) for key in cfg}
+
+
+def _scheduler_run_opts(scheduler: str) -> runopts:
+    # imported here: the registry is only needed when a file has a section to cast
+    from anylaunch.schedulers import get_scheduler_factory
+
+    sched = get_scheduler_factory(scheduler)("_")
+    try:
+        return sched.run_opts()
+    finally:
+        sched.close()
+
+
+def _cast(path: str, scheduler: str, name: str, value: str, opt: runopt) -> CfgVal:
+    if value.strip() == FIXME or value.strip().startswith(f"{FIXME}:"):
+        raise InvalidConfigFileError(
+            path,
+            scheduler,
+            name,
+            value,
+            f"is still the {FIXME} placeholder written by `anylaunch configure` ({opt.help})",
+            "replace it with a real value, or pass the option explicitly with -cfg",
+        )
+    try:
+        return opt.cast_to_type(value)
+    except (TypeError, ValueError) as e:
+        raise InvalidConfigFileError(
+            path, scheduler, name, value, str(e), "write the value as on the command line"
+        ) from None
+
+
+def load(
+    scheduler: str,
+    f: TextIO,
+    cfg: MutableMapping[str, CfgVal],
+    *,
+    opts: runopts | None = None,
+) -> None:
+    """Adds the ``[scheduler]`` section of the INI file ``f`` to ``cfg`` without overriding
+    keys ``cfg`` already has. Values are cast with the scheduler's run options.
+
+    >>> import io
+    >>> from anylaunch.specs import runopts
+    >>> opts = runopts()
+    >>> opts.add("log_dir", type_=str, help="where logs go")
+    >>> opts.add("tags", type_=list[str], help="tags")
+    >>> cfg = {"log_dir": "/explicit"}
+    >>> load("local_cwd", io.StringIO("[local_cwd]\\nlog_dir = /file\\ntags = a;b\\n"), cfg, opts=opts)
+    >>> cfg
+    {'log_dir': '/explicit', 'tags': ['a', 'b']}
+
+    Args:
+        scheduler: the scheduler (section) name
+        f: the open config file
+        cfg: the run config to fill, in place
+        opts: the scheduler's run options (created from the scheduler registry if omitted)
+
+    Raises:
+        InvalidConfigFileError: the file is malformed, or the section has an unknown option,
+            an uncastable value or a FIXME placeholder (naming the file, section and key).
+    """
+    path = str(getattr(f, "name", "<config>"))
+    _load_parsed(scheduler, _read(f, path), path, cfg, opts)
+
+
+def _load_parsed(
+    scheduler: str,
+    parser: configparser.ConfigParser,
+    path: str,
+    cfg: MutableMapping[str, CfgVal],
+    opts: runopts | None,
+) -> runopts | None:
+    if not parser.has_section(scheduler) or not parser.items(scheduler):
+        return opts
+    if opts is None:
+        opts = _scheduler_run_opts(scheduler)
+    present = _canonical_keys(cfg, opts)
+    known = [name for name, _ in opts]
+    for key, value in parser.items(scheduler):
+        opt = opts.get(key)
+        if opt is None:
+            raise InvalidConfigFileError(
+                path,
+                scheduler,
+                key,
+                value,
+                f"not a run option of the {scheduler} scheduler{did_you_mean(key, known)}",
+                f"remove or rename it; options: {', '.join(sorted(known)) or '(none)'} "
+                f"(`anylaunch runopts {scheduler}` explains them)",
+            )
+        name = key if key in known else camel_to_snake(key)
+        if name in present:
+            continue  # an explicit or higher-precedence value wins
+        cfg[name] = None if value.strip() in _UNSET else _cast(path, scheduler, key, value, opt)
+        present.add(name)
+    return opts
+
+
+def apply(
+    scheduler: str,
+    cfg: MutableMapping[str, CfgVal],
+    dirs: Sequence[str] | None = None,
+    *,
+    opts: runopts | None = None,
+) -> None:
+    """Fills ``cfg`` in place from the ``[scheduler]`` sections of the config files, without
+    overriding keys it already has (explicit > CWD file > HOME file > scheduler defaults).
+
+    >>> import os, tempfile
+    >>> from anylaunch.specs import runopts
+    >>> opts = runopts()
+    >>> opts.add("log_dir", type_=str, help="where logs go")
+    >>> opts.add("verbose", type_=bool, default=False, help="chatty")
+    >>> d = tempfile.mkdtemp()
+    >>> _ = open(os.path.join(d, ".anylaunchconfig"), "w").write(
+    ...     "[local_cwd]\\nlog_dir = /file\\nverbose = true\\n")
+    >>> cfg = {"logDir": "/explicit"}
+    >>> apply("local_cwd", cfg, dirs=[d], opts=opts)
+    >>> cfg
+    {'logDir': '/explicit', 'verbose': True}
+
+    Args:
+        scheduler: the scheduler whose section to apply
+        cfg: the run config to fill
+        dirs: directories to look in, highest precedence first (see :func:`find_configs`)
+        opts: the scheduler's run options (created from the scheduler registry if omitted)
+    """
+    if not isinstance(scheduler, str) or not scheduler:
+        raise InvalidSpecError(
+            "scheduler", scheduler, "must be a non-empty str", "pass a name such as 'local_cwd'"
+        )
+    if not isinstance(cfg, MutableMapping):
+        raise InvalidSpecError(
+            "cfg", cfg, "must be a dict to fill in place", "pass a dict, e.g. cfg = dict(cfg)"
+        )
+    for path in find_configs(dirs):
+        opts = _load_parsed(scheduler, _read_path(path), path, cfg, opts)
+        log.debug("applied [%s] from %s", scheduler, path)
+
+
+def load_sections(prefix: str, dirs: Sequence[str] | None = None) -> dict[str, dict[str, str]]:
+    """Returns the sections named ``{prefix}:{name}``, as ``{name: {key: value}}``, merged
+    across the config files (a key comes from the highest-precedence file that has it).
+
+    >>> import os, tempfile
+    >>> d = tempfile.mkdtemp()
+    >>> _ = open(os.path.join(d, ".anylaunchconfig"), "w").write(
+    ...     "[component:dist.ddp]\\nj = 1x2\\n[cli:run]\\nscheduler = local_cwd\\n")
+    >>> load_sections("component", dirs=[d])
+    {'dist.ddp': {'j': '1x2'}}
+    """
+    _check_name("prefix", prefix)
+    sections: dict[str, dict[str, str]] = {}
+    for path in find_configs(dirs):
+        parser = _read_path(path)
+        for section_name in parser.sections():
+            head, sep, name = section_name.partition(CONFIG_PREFIX_DELIM)
+            if not sep or head != prefix or not name:
+                continue
+            section = sections.setdefault(name, {})
+            for key, value in parser.items(section_name):
+                section.setdefault(key, value)
+    return sections
+
+
+def get_configs(prefix: str, name: str, dirs: Sequence[str] | None = None) -> dict[str, str]:
+    """Returns the keys of section ``[{prefix}:{name}]`` (empty if there is none).
+
+    >>> import os, tempfile
+    >>> d = tempfile.mkdtemp()
+    >>> _ = open(os.path.join(d, ".anylaunchconfig"), "w").write("[cli:run]\\nscheduler = x\\n")
+    >>> get_configs("cli", "run", dirs=[d]), get_configs("cli", "other", dirs=[d])
+    ({'scheduler': 'x'}, {})
+    """
+    _check_name("name", name)
+    return load_sections(prefix, dirs).get(name, {})
+
+
+def get_config(prefix: str, name: str, key: str, dirs: Sequence[str] | None = None) -> str | None:
+    """Returns ``key`` of section ``[{prefix}:{name}]``, or None.
+
+    >>> import os, tempfile
+    >>> d = tempfile.mkdtemp()
+    >>> _ = open(os.path.join(d, ".anylaunchconfig"), "w").write("[cli:run]\\nscheduler = x\\n")
+    >>> get_config("cli", "run", "scheduler", dirs=[d]), get_config("cli", "run", "nope", dirs=[d])
+    ('x', None)
+    """
+    _check_name("key", key)
+    return get_configs(prefix, name, dirs).get(key)
+
+
+def _check_name(field: str, value: object) -> None:
+    if not isinstance(value, str) or not value:
+        raise InvalidSpecError(field, value, "must be a non-empty str", "e.g. 'component'")
+
+
+def _format_default(opt: runopt) -> str:
+    """The inverse of ``runopt.cast_to_type`` for an option's default."""
+    value = opt.default
+    if value is None:
+        return ""
+    if isinstance(value, list):
+        return ";".join(value)
+    if isinstance(value, dict):
+        return ",".join(f"{k}:{v}" for k, v in value.items())
+    return str(value)
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _type_label(opt: runopt) -> str:
+    tp = opt.opt_type
+    return tp.__name__ if isinstance(tp, type) and tp.__module__ == "builtins" else str(tp)
+
+
+def dump(f: TextIO, schedulers: Sequence[str] | None = None, required_only: bool = False) -> None:
+    """Writes a commented ``.anylaunchconfig`` template of the schedulers' run options.
+
+    Required options get a ``FIXME`` value that must be replaced; optional ones are written
+    commented out with their default (uncomment to override it). A scheduler whose module or
+    SDK cannot be loaded is skipped with a comment saying why.
+
+    >>> import io
+    >>> out = io.StringIO()
+    >>> dump(out, schedulers=["no_such_scheduler_xyz"])
+    Traceback (most recent call last):
+    ...
+    anylaunch.specs.errors.UnknownSchedulerException: unknown scheduler 'no_such_scheduler_xyz'. ...
+
+    Args:
+        f: where to write
+        schedulers: scheduler names (default: every registered scheduler)
+        required_only: write only the required options
+    """
+    from anylaunch.schedulers import get_scheduler_factories, get_scheduler_factory
+
+    names = list(schedulers) if schedulers else list(get_scheduler_factories())
+    factories = {name: get_scheduler_factory(name) for name in names}  # unknown names fail here
+    f.write(
+        f"# {CONFIG_FILE}: anylaunch defaults (INI). Sections: [SCHEDULER] run options,\n"
+        "# [component:NAME] component arguments, [cli:run] `anylaunch run` defaults.\n"
+        f"# Replace every {FIXME}; uncomment a line to override the scheduler's default.\n"
+    )
+    for name, factory in factories.items():
+        try:
+            sched = factory("_")
+            try:
+                opts = sched.run_opts()
+            finally:
+                sched.close()
+        except Exception as e:  # any plugin or SDK failure: skip it, never fail the template
+            reason = _one_line(str(e)) or type(e).__name__
+            f.write(f"\n# [{name}] skipped: {reason}\n")
+            continue
+        f.write(f"\n[{name}]\n")
+        ordered = sorted(opts, key=lambda item: (not item[1].is_required, item[0]))
+        for opt_name, opt in ordered:
+            if required_only and not opt.is_required:
+                continue
+            kind = "required" if opt.is_required else f"default: {opt.default}"
+            f.write(f"# {opt_name} ({_type_label(opt)}, {kind}): {_one_line(opt.help)}\n")
+            if opt.is_required:
+                f.write(f"{opt_name} = {FIXME}\n")
+            else:
+                f.write(f"# {opt_name} = {_format_default(opt)}\n".replace(" \n", "\n"))
