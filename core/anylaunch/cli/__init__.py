@@ -1,0 +1,17 @@
+"""The ``anylaunch`` command-line interface (``anylaunch.cli.main:main``).
+
+One module per subcommand (``cmd_run``, ``cmd_status``, ``cmd_log``, ...), as in TorchX.
+
+Conventions:
+
+- stdout carries results scripts read (the app handle of ``run``, ``status --json``, logs of
+  ``log``); progress and errors go to stderr.
+- Exit codes: 0 success; 1 error, or ``run --wait`` of an app that did not SUCCEED; 2 usage
+  error (argparse, including a component's arguments); 3 ``status`` of an unknown app;
+  130 interrupted.
+- Ctrl-C while ``run --wait`` waits stops the waiting, not the app: it exits 130 and prints
+  the ``anylaunch cancel`` command that stops the app. Waiting is an observer's act; cancelling
+  on interrupt would turn a closed terminal into a lost job.
+- Expected errors print one line ``anylaunch: error: ...``; ``ANYLAUNCH_DEBUG=1`` adds the
+  traceback.
+"""

@@ -1,2 +1,159 @@
-def main() -> None:  # replaced by the runner issue
-    raise SystemExit("anylaunch CLI not built yet")
+"""The ``anylaunch`` command: parses the subcommand, configures logging, maps errors to exit codes.
+
+Exit codes: 0 success; 1 error (also ``run --wait`` of an app that did not SUCCEED); 2 usage
+error (including a component's bad arguments); 3 ``status`` of an unknown app; 130 Ctrl-C.
+Expected errors print one line ``anylaunch: error: <message>``; set ``ANYLAUNCH_DEBUG=1`` to
+see the traceback as well.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from collections.abc import Sequence
+
+import anylaunch
+from anylaunch.cli.cmd_base import (
+    EXIT_ERROR,
+    EXIT_INTERRUPTED,
+    EXIT_USAGE,
+    SubCommand,
+    eprint,
+    one_line,
+)
+from anylaunch.cli.cmd_builtins import CmdBuiltins
+from anylaunch.cli.cmd_cancel import CmdCancel
+from anylaunch.cli.cmd_configure import CmdConfigure
+from anylaunch.cli.cmd_delete import CmdDelete
+from anylaunch.cli.cmd_describe import CmdDescribe
+from anylaunch.cli.cmd_list import CmdList
+from anylaunch.cli.cmd_log import CmdLog
+from anylaunch.cli.cmd_run import CmdRun
+from anylaunch.cli.cmd_runopts import CmdRunopts
+from anylaunch.cli.cmd_status import CmdStatus
+
+#: Set to 1 to print tracebacks of expected errors too.
+ENV_DEBUG = "ANYLAUNCH_DEBUG"
+
+LOG_FORMAT = "anylaunch %(asctime)s %(levelname)-8s %(message)s"
+
+
+LOG_LEVELS = ["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
+
+
+def _default_log_level() -> str:
+    # argparse does not check a default against choices: a bad $LOGLEVEL must not crash
+    level = os.environ.get("LOGLEVEL", "").upper()
+    return level if level in LOG_LEVELS else "INFO"
+
+
+def get_sub_cmds() -> dict[str, SubCommand]:
+    """Returns the subcommands by name.
+
+    >>> sorted(get_sub_cmds())[:3]
+    ['builtins', 'cancel', 'configure']
+    """
+    return {
+        "builtins": CmdBuiltins(),
+        "cancel": CmdCancel(),
+        "configure": CmdConfigure(),
+        "delete": CmdDelete(),
+        "describe": CmdDescribe(),
+        "list": CmdList(),
+        "log": CmdLog(),
+        "run": CmdRun(),
+        "runopts": CmdRunopts(),
+        "status": CmdStatus(),
+    }
+
+
+def create_parser(subcmds: dict[str, SubCommand]) -> argparse.ArgumentParser:
+    """Builds the top-level parser with one subparser per subcommand.
+
+    >>> create_parser(get_sub_cmds()).parse_args(["status", "local_cwd://s/a"]).app_handle
+    'local_cwd://s/a'
+    """
+    parser = argparse.ArgumentParser(
+        prog="anylaunch",
+        description="Launch and manage apps on local processes, containers, clusters and clouds.",
+        epilog="e.g. anylaunch run --wait --log utils.echo --msg hello",
+    )
+    parser.add_argument(
+        "--log_level",
+        type=str.upper,
+        default=_default_log_level(),
+        choices=LOG_LEVELS,
+        help="level of anylaunch's own messages on stderr (default: $LOGLEVEL, else INFO)",
+    )
+    parser.add_argument("--version", action="version", version=f"anylaunch {anylaunch.__version__}")
+    subparsers = parser.add_subparsers(title="subcommands", metavar="COMMAND")
+    for name, cmd in subcmds.items():
+        sub = subparsers.add_parser(name, help=cmd.help, description=cmd.help)
+        cmd.add_arguments(sub)
+        sub.set_defaults(func=cmd.run, command=name)
+    return parser
+
+
+def _report(error: BaseException) -> None:
+    if os.environ.get(ENV_DEBUG, "") not in ("", "0"):
+        import traceback
+
+        traceback.print_exception(type(error), error, error.__traceback__)
+    eprint(f"anylaunch: error: {one_line(str(error)) or type(error).__name__}")
+
+
+def run_main(subcmds: dict[str, SubCommand], argv: Sequence[str]) -> int:
+    """Parses ``argv``, runs the chosen subcommand and returns the exit code."""
+    from anylaunch.specs.errors import AnylaunchError
+
+    parser = create_parser(subcmds)
+    args = parser.parse_args(list(argv))
+    # the CLI (never the library) configures logging: anylaunch's messages go to stderr
+    logging.basicConfig(level=args.log_level, format=LOG_FORMAT, datefmt="%H:%M:%S")
+    if "func" not in args:
+        parser.print_help(sys.stderr)
+        return EXIT_USAGE
+    try:
+        code: int = args.func(args)
+        return code
+    except KeyboardInterrupt:
+        eprint("anylaunch: interrupted")
+        return EXIT_INTERRUPTED
+    except AnylaunchError as e:
+        from anylaunch.specs.builders import ComponentArgsError
+
+        if isinstance(e, ComponentArgsError):
+            # the component's own argparse message and usage, with argparse's exit code;
+            # name the component as the user typed it (the error knows the function name)
+            name = getattr(args, "component", None) or e.component
+            usage = e.usage.replace(f"> {e.component} ", f"> {name} ", 1)
+            eprint(usage)
+            eprint(f"anylaunch {args.command}: error: {name}: {one_line(e.message)}")
+            return EXIT_USAGE
+        _report(e)
+        return EXIT_ERROR
+    except (ValueError, TimeoutError, NotImplementedError) as e:
+        # raised with readable messages on our code paths (bad values, wait timeouts, a
+        # scheduler without log support); anything else is a bug and keeps its traceback
+        _report(e)
+        return EXIT_ERROR
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Entry point of the ``anylaunch`` console script; exits with the command's exit code."""
+    try:
+        code = run_main(get_sub_cmds(), sys.argv[1:] if argv is None else argv)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # the reader went away (e.g. `anylaunch log ... | head`): stop quietly
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        code = EXIT_ERROR
+    if code:
+        sys.exit(code)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,67 @@
+"""What every subcommand shares: the SubCommand interface, exit codes and small helpers."""
+
+from __future__ import annotations
+
+import abc
+import argparse
+import sys
+from typing import Any, TextIO
+
+#: Exit codes of the ``anylaunch`` command.
+EXIT_OK = 0
+EXIT_ERROR = 1  # an error, or ``run --wait`` of an app that did not succeed
+EXIT_USAGE = 2  # argparse's usage errors
+EXIT_UNKNOWN_APP = 3  # ``status`` of an app the scheduler does not know
+EXIT_INTERRUPTED = 130  # Ctrl-C (128 + SIGINT), as shells report it
+
+
+class SubCommand(abc.ABC):
+    """One ``anylaunch <name>`` subcommand."""
+
+    #: one-line summary shown by ``anylaunch --help``
+    help: str = ""
+
+    @abc.abstractmethod
+    def add_arguments(self, subparser: argparse.ArgumentParser) -> None:
+        """Adds this subcommand's arguments to its parser."""
+
+    @abc.abstractmethod
+    def run(self, args: argparse.Namespace) -> int:
+        """Runs the subcommand and returns its exit code."""
+
+
+def eprint(*values: Any, file: TextIO | None = None) -> None:
+    """Prints a human-facing message to stderr (stdout is kept for results scripts read)."""
+    print(*values, file=file or sys.stderr, flush=True)
+
+
+def one_line(message: str) -> str:
+    """Joins a possibly multi-line message into one line for an error report.
+
+    >>> one_line("bad value\\n  Fix: use 1\\n")
+    'bad value Fix: use 1'
+    """
+    return " ".join(part.strip() for part in message.splitlines() if part.strip())
+
+
+def split_csv(value: str | None) -> list[str]:
+    """Splits ``a,b, c`` into ``['a', 'b', 'c']`` (empty items dropped).
+
+    >>> split_csv("a,b, c,")
+    ['a', 'b', 'c']
+    >>> split_csv(None)
+    []
+    """
+    return [item.strip() for item in (value or "").split(",") if item.strip()]
+
+
+def check_handle(app_handle: str) -> str:
+    """Validates an app handle up front, so a malformed one fails before any scheduler loads.
+
+    >>> check_handle("local_cwd://default/echo-1")
+    'local_cwd://default/echo-1'
+    """
+    from anylaunch.specs.api import parse_app_handle
+
+    parse_app_handle(app_handle)
+    return app_handle

@@ -1,0 +1,34 @@
+"""``anylaunch builtins``: list the components, or print one's source to copy and adapt."""
+
+from __future__ import annotations
+
+import argparse
+
+from anylaunch.cli.cmd_base import SubCommand
+
+
+class CmdBuiltins(SubCommand):
+    help = "list the available components, or print the source of one"
+
+    def add_arguments(self, subparser: argparse.ArgumentParser) -> None:
+        subparser.add_argument(
+            "--print", metavar="NAME", type=str, help="print the source of component NAME"
+        )
+
+    def run(self, args: argparse.Namespace) -> int:
+        from anylaunch.components import get_component, get_components
+
+        if args.print:
+            import inspect
+
+            component = get_component(args.print)
+            path = inspect.getsourcefile(component.fn) or "<unknown file>"
+            print(f"# {component.name} (from {path})")
+            print(inspect.getsource(component.fn), end="")
+            return 0
+        components = get_components()
+        print(f"Found {len(components)} components:")
+        width = max((len(name) for name in components), default=0)
+        for i, (name, component) in enumerate(sorted(components.items()), start=1):
+            print(f" {i:2d}. {name.ljust(width)}  {component.description}".rstrip())
+        return 0

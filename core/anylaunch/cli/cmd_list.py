@@ -1,0 +1,69 @@
+"""``anylaunch list``: the apps a scheduler knows about."""
+
+from __future__ import annotations
+
+import argparse
+
+from anylaunch.cli.cmd_base import SubCommand
+
+
+def format_table(rows: list[list[str]]) -> str:
+    """Formats rows as left-aligned columns (the first row is the header).
+
+    >>> print(format_table([["A", "BB"], ["ccc", "d"]]))
+    A    BB
+    ccc  d
+    """
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return "\n".join(
+        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
+        for row in rows
+    )
+
+
+class CmdList(SubCommand):
+    help = "list the apps a scheduler knows about"
+
+    def add_arguments(self, subparser: argparse.ArgumentParser) -> None:
+        subparser.add_argument(
+            "-s", "--scheduler", type=str, default=None, help="scheduler (default: the default)"
+        )
+        subparser.add_argument(
+            "-cfg",
+            "--scheduler_args",
+            type=str,
+            default="",
+            help="run options the scheduler needs to list apps (K=V,K2=V2)",
+        )
+        subparser.add_argument("--json", action="store_true", help="print a JSON array")
+
+    def run(self, args: argparse.Namespace) -> int:
+        from anylaunch.runner import get_runner
+        from anylaunch.schedulers import get_default_scheduler_name
+
+        scheduler = args.scheduler or get_default_scheduler_name()
+        with get_runner() as runner:
+            cfg = runner.cfg_from_str(scheduler, args.scheduler_args)
+            apps = runner.list(scheduler, cfg or None)
+        if args.json:
+            import json
+
+            data = [
+                {
+                    "app_handle": a.app_handle,
+                    "app_id": a.app_id,
+                    "state": a.state.name,
+                    "name": a.name,
+                }
+                for a in apps
+            ]
+            print(json.dumps(data, indent=2))
+        elif apps:
+            rows = [["APP HANDLE", "STATE", "NAME"]]
+            rows += [[a.app_handle, a.state.name, a.name] for a in apps]
+            print(format_table(rows))
+        else:
+            from anylaunch.cli.cmd_base import eprint
+
+            eprint(f"no apps on the {scheduler} scheduler")
+        return 0

@@ -1,0 +1,216 @@
+"""``anylaunch run``: launch a component on a scheduler, optionally wait for it and stream logs.
+
+stdout carries only the app handle (one line), so ``H=$(anylaunch run ...)`` captures it;
+progress, the final status and, with ``--log``, the app's log lines go to stderr (as in
+TorchX). ``--dryrun`` prints the app and the native request to stdout and submits nothing.
+
+Defaults come from the ``[cli:run]`` section of ``.anylaunchconfig`` (``component``,
+``scheduler``, ``scheduler_args``, ``workspace``, ``parent_run_id``); flags win over it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from typing import TYPE_CHECKING
+
+from anylaunch.cli.cmd_base import EXIT_ERROR, SubCommand, eprint
+
+if TYPE_CHECKING:
+    from anylaunch.runner.api import Runner
+
+logger: logging.Logger = logging.getLogger(__name__)
+
+#: Keys ``[cli:run]`` may set (the dest of the matching flag).
+CLI_RUN_KEYS = ("component", "scheduler", "scheduler_args", "workspace", "parent_run_id")
+
+#: Longest pause between two status polls while waiting.
+WAIT_INTERVAL_S = 5.0
+#: How long to let log readers drain once the app has ended.
+LOG_DRAIN_TIMEOUT_S = 30.0
+
+
+def split_component_args(
+    component_and_args: list[str], default_component: str | None
+) -> tuple[str | None, list[str]]:
+    """Splits the trailing arguments into the component name and the component's arguments.
+
+    The first argument is the component unless it looks like an option, in which case the
+    component comes from ``[cli:run] component``. A leading ``--`` is dropped.
+
+    >>> split_component_args(["utils.echo", "--msg", "hi"], None)
+    ('utils.echo', ['--msg', 'hi'])
+    >>> split_component_args(["--", "--msg", "hi"], "utils.echo")
+    ('utils.echo', ['--msg', 'hi'])
+    """
+    args = list(component_and_args)
+    if args[:1] == ["--"]:
+        args = args[1:]
+    if args and not args[0].startswith("-"):
+        return args[0], args[1:]
+    return default_component, args
+
+
+def _cli_run_defaults() -> dict[str, str]:
+    from anylaunch.runner.config import get_configs
+    from anylaunch.specs.errors import did_you_mean
+
+    defaults = get_configs("cli", "run")
+    for key in defaults:
+        if key not in CLI_RUN_KEYS:
+            logger.warning(
+                "ignoring %r in [cli:run] of .anylaunchconfig.%s Known keys: %s",
+                key,
+                did_you_mean(key, CLI_RUN_KEYS),
+                ", ".join(CLI_RUN_KEYS),
+            )
+    return {k: v for k, v in defaults.items() if k in CLI_RUN_KEYS and v.strip()}
+
+
+class CmdRun(SubCommand):
+    help = "launch a component (`anylaunch builtins` lists them) on a scheduler"
+    _parser: argparse.ArgumentParser
+
+    def add_arguments(self, subparser: argparse.ArgumentParser) -> None:
+        self._parser = subparser
+        subparser.add_argument(
+            "-s",
+            "--scheduler",
+            type=str,
+            default=None,
+            help="scheduler to run on (default: [cli:run] scheduler, else the default scheduler)",
+        )
+        subparser.add_argument(
+            "-cfg",
+            "--scheduler_args",
+            type=str,
+            default=None,
+            help="scheduler run options as K=V,K2=V2 (`anylaunch runopts SCHEDULER` lists them)",
+        )
+        subparser.add_argument(
+            "--dryrun",
+            action="store_true",
+            help="print the app and the scheduler request without submitting",
+        )
+        subparser.add_argument(
+            "--wait",
+            action="store_true",
+            help="wait for the app to end; exit 0 only if it SUCCEEDED",
+        )
+        subparser.add_argument(
+            "--log",
+            action="store_true",
+            help="stream every replica's logs (to stderr) while waiting; implies --wait",
+        )
+        subparser.add_argument(
+            "--workspace",
+            type=str,
+            default=None,
+            help="local project to build into the image (schedulers that support workspaces)",
+        )
+        subparser.add_argument(
+            "--parent_run_id",
+            type=str,
+            default=None,
+            help="id of the run this one belongs to (set as $ANYLAUNCH_PARENT_RUN_ID in the app)",
+        )
+        subparser.add_argument(
+            "component_and_args",
+            nargs=argparse.REMAINDER,
+            metavar="COMPONENT [ARGS...]",
+            help="component name (or path/file.py:fn) followed by its arguments",
+        )
+
+    def run(self, args: argparse.Namespace) -> int:
+        from anylaunch.runner import get_runner
+        from anylaunch.schedulers import get_default_scheduler_name
+
+        defaults = _cli_run_defaults()
+        component, component_args = split_component_args(
+            args.component_and_args, defaults.get("component")
+        )
+        if not component:
+            self._parser.error(
+                "missing COMPONENT: name one (`anylaunch builtins` lists them) or set "
+                "`component` in the [cli:run] section of .anylaunchconfig"
+            )
+        args.component = component  # lets error reports name it as typed
+        scheduler = args.scheduler or defaults.get("scheduler") or get_default_scheduler_name()
+        cfg_str = (
+            args.scheduler_args
+            if args.scheduler_args is not None
+            else defaults.get("scheduler_args", "")
+        )
+        workspace = args.workspace if args.workspace is not None else defaults.get("workspace")
+        parent_run_id = args.parent_run_id or defaults.get("parent_run_id")
+
+        with get_runner() as runner:
+            cfg = runner.cfg_from_str(scheduler, cfg_str)
+            if args.dryrun:
+                info = runner.dryrun_component(
+                    component, component_args, scheduler, cfg, workspace, parent_run_id
+                )
+                self._print_dryrun(info)
+                return 0
+            app_handle = runner.run_component(
+                component, component_args, scheduler, cfg, workspace, parent_run_id
+            )
+            try:
+                # the handle alone on stdout: scripts capture it with $(anylaunch run ...)
+                print(app_handle, flush=True)
+                if not (args.wait or args.log):
+                    eprint(
+                        f"anylaunch: launched {app_handle}; follow it with `anylaunch status "
+                        f"{app_handle}` or `anylaunch log --tail {app_handle}`"
+                    )
+                    return 0
+                return wait_and_report(runner, app_handle, log=args.log)
+            except KeyboardInterrupt:
+                # Ctrl-C stops the waiting, NOT the app: waiting is an observer's act, and a
+                # launch that outlives its terminal is often intended. Say how to stop it.
+                eprint(
+                    f"\nanylaunch: stopped waiting; {app_handle} keeps running. "
+                    f"Cancel it with: anylaunch cancel {app_handle}"
+                )
+                raise
+
+    @staticmethod
+    def _print_dryrun(info: object) -> None:
+        import yaml
+
+        from anylaunch.cli.cmd_describe import to_plain
+
+        app = getattr(info, "_app", None)
+        print("=== APPLICATION ===")
+        print(yaml.safe_dump(to_plain(app), sort_keys=False), end="")
+        print("=== SCHEDULER REQUEST ===")
+        print(info)
+
+
+def wait_and_report(runner: Runner, app_handle: str, log: bool) -> int:
+    """Waits for the app (streaming its logs to stderr if ``log``), prints the final status to
+    stderr, and returns 0 if it SUCCEEDED, else 1. Interrupting it leaves the app running.
+    """
+    from anylaunch.cli.cmd_log import LogPump, find_replicas, wait_until_started
+    from anylaunch.specs.api import AppState
+    from anylaunch.specs.errors import UnknownAppException
+
+    pump: LogPump | None = None
+    if log:
+        wait_until_started(runner, app_handle)
+        replicas = find_replicas(runner, app_handle)
+        pump = LogPump(runner, app_handle, replicas, sys.stderr, should_tail=True).start()
+    status = runner.wait(app_handle, wait_interval=WAIT_INTERVAL_S)
+    if pump is not None and not pump.join(timeout=LOG_DRAIN_TIMEOUT_S):
+        logger.warning("gave up waiting for the rest of the logs of %s", app_handle)
+    if pump is not None:
+        for role, k, error in pump.errors:
+            logger.warning("could not read the logs of %s/%d: %s", role, k, error)
+    if status is None:
+        raise UnknownAppException(app_handle)
+    eprint(f"anylaunch: {app_handle} ended {status.state.name}")
+    if status.state != AppState.SUCCEEDED:
+        eprint(status.format())
+        return EXIT_ERROR
+    return 0

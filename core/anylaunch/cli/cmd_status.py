@@ -1,0 +1,60 @@
+"""``anylaunch status``: the current state of an app (exit code 3 if the app is unknown)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+
+from anylaunch.cli.cmd_base import EXIT_UNKNOWN_APP, SubCommand, check_handle, eprint, split_csv
+
+logger: logging.Logger = logging.getLogger(__name__)
+
+
+class CmdStatus(SubCommand):
+    help = "show the status of an app (exit code 3 if the scheduler does not know it)"
+
+    def add_arguments(self, subparser: argparse.ArgumentParser) -> None:
+        subparser.add_argument("app_handle", help="the handle `anylaunch run` printed")
+        subparser.add_argument("--json", action="store_true", help="print the status as JSON")
+        subparser.add_argument(
+            "--roles", type=str, default="", help="comma-separated roles to show (default: all)"
+        )
+
+    def run(self, args: argparse.Namespace) -> int:
+        import json
+
+        from anylaunch.runner import get_runner
+        from anylaunch.specs.errors import UnknownAppException, did_you_mean
+
+        app_handle = check_handle(args.app_handle)
+        roles = split_csv(args.roles)
+        try:
+            with get_runner() as runner:
+                status = runner.status(app_handle)
+        except UnknownAppException as e:
+            status, unknown = None, e
+        else:
+            unknown = UnknownAppException(app_handle)
+        if status is None:
+            # distinct exit code: scripts can tell "no such app" from "could not ask"
+            eprint(f"anylaunch: error: {unknown}")
+            return EXIT_UNKNOWN_APP
+
+        known_roles = [r.role for r in status.roles]
+        for role in roles:
+            if known_roles and role not in known_roles:
+                logger.warning(
+                    "app %s has no role %r.%s Roles: %s",
+                    app_handle,
+                    role,
+                    did_you_mean(role, known_roles),
+                    ", ".join(known_roles),
+                )
+        if args.json:
+            data = {"app_handle": app_handle, **status.to_dict()}
+            if roles:
+                data["roles"] = [r for r in data["roles"] if r["role"] in roles]
+            print(json.dumps(data, indent=2))
+        else:
+            print(status.format(filter_roles=roles or None))
+        return 0
