@@ -1,0 +1,64 @@
+"""Measures one lifecycle scenario through a TorchX-compatible Python API and prints JSON.
+
+Run by the benchmarks with two interpreters — ours and a throwaway TorchX 0.7.0 env — as
+``python lifecycle_probe.py PACKAGE SCENARIO WORKDIR``, where PACKAGE is ``anylaunch`` or ``torchx``.
+It only uses the API the two share, so the same code measures both.
+"""
+
+import importlib
+import json
+import statistics
+import sys
+import time
+
+TICKER = (
+    "import sys, time\n"
+    "for _ in range(int(sys.argv[1])):\n"
+    "    print(repr(time.time()), flush=True)\n"
+    "    time.sleep(0.02)\n"
+)
+
+
+def main() -> None:
+    package, scenario, workdir = sys.argv[1:4]
+    specs = importlib.import_module(f"{package}.specs")
+    get_runner = importlib.import_module(f"{package}.runner").get_runner
+    cfg = {"log_dir": workdir}
+
+    def app(name: str, entrypoint: str, args: list) -> object:
+        role = specs.Role(name="main", image=workdir, entrypoint=entrypoint, args=args)
+        return specs.AppDef(name=name, roles=[role])
+
+    result: dict = {"package": package, "scenario": scenario}
+    with get_runner() as runner:
+        if scenario == "launch_100":
+            start = time.perf_counter()
+            handles = [
+                runner.run(app(f"bench{i}", "true", []), "local_cwd", cfg) for i in range(100)
+            ]
+            result["launch_s"] = time.perf_counter() - start
+            for handle in handles:
+                runner.wait(handle, wait_interval=0.05)
+            result["all_done_s"] = time.perf_counter() - start
+        elif scenario == "tail_latency":
+            handle = runner.run(
+                app("ticker", sys.executable, ["-u", "-c", TICKER, "100"]), "local_cwd", cfg
+            )
+            latencies = []
+            for line in runner.log_lines(handle, "main", k=0, should_tail=True):
+                received = time.time()
+                try:
+                    latencies.append((received - float(line.strip())) * 1000)
+                except ValueError:
+                    continue
+            latencies.sort()
+            result["lines"] = len(latencies)
+            result["median_ms"] = statistics.median(latencies)
+            result["p95_ms"] = latencies[int(len(latencies) * 0.95) - 1]
+        else:
+            raise SystemExit(f"unknown scenario {scenario!r}")
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()
