@@ -21,8 +21,8 @@ from datetime import datetime
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-from anylaunch.schedulers import SchedulerFactory, get_scheduler_factories
-from anylaunch.schedulers.api import ListAppResponse, Scheduler, Stream
+from anylaunch.schedulers import get_scheduler_factories
+from anylaunch.schedulers.api import ListAppResponse, Scheduler, SchedulerFactory, Stream
 from anylaunch.specs.api import (
     NONE,
     AppDef,

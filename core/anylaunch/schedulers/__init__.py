@@ -14,7 +14,8 @@ TYPE_CHECKING = False  # typing costs ~8 ms to import; this package must start f
 if TYPE_CHECKING:
     from typing import Any
 
-    from anylaunch.schedulers.api import Scheduler, SchedulerFactory
+    from anylaunch.schedulers.api import Scheduler
+    from anylaunch.schedulers.api import SchedulerFactory as SchedulerFactory
 
 # Nothing from anylaunch.specs is imported at module level: the local_cwd supervisor imports
 # this package on every app start and must stay a few milliseconds from exec to running.
