@@ -75,7 +75,7 @@ def wait_until_started(runner: Runner, app_handle: str, poll_interval: float = 1
         if status.state.name not in _NOT_STARTED:
             return status
         if not announced:
-            logger.info("waiting for %s to start before reading its logs...", app_handle)
+            logger.debug("waiting for %s to start before reading its logs...", app_handle)
             announced = True
         time.sleep(delay)
         delay = min(delay * 2, poll_interval)
