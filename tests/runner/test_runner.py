@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 from anylaunch.runner import (
     DEFAULT_SESSION_NAME,
     ENV_ANYLAUNCH_JOB_ID,
+    ENV_ANYLAUNCH_SESSION,
     ENV_ANYLAUNCH_PARENT_RUN_ID,
     AppWaitTimeoutError,
     Runner,
@@ -305,7 +306,11 @@ def sh_app(script: str, name: str = "sh", replicas: int = 1, image: str = "") ->
 
 def test_run_wait_logs_and_job_id_on_real_processes(backend: ProcBackend) -> None:
     with make_runner(backend) as runner:
-        app = sh_app('echo "job=$ANYLAUNCH_JOB_ID"; echo second; printf "no newline"', replicas=2)
+        app = sh_app(
+            'echo "job=$ANYLAUNCH_JOB_ID session=$ANYLAUNCH_SESSION"; echo second; '
+            'printf "no newline"',
+            replicas=2,
+        )
         handle = runner.run(app, "proc")
         scheduler, session, _ = parse_app_handle(handle)
         assert (scheduler, session) == ("proc", "test")
@@ -318,7 +323,7 @@ def test_run_wait_logs_and_job_id_on_real_processes(backend: ProcBackend) -> Non
             lines = list(runner.log_lines(handle, "worker", k=k))
             # ${app_id} in ANYLAUNCH_JOB_ID was substituted by the scheduler: the job sees its
             # own handle, and lines keep the newlines the scheduler gave them
-            assert lines == [f"job={handle}\n", "second\n", "no newline"]
+            assert lines == [f"job={handle} session=test\n", "second\n", "no newline"]
         assert list(runner.log_lines(handle, "worker", regex="^sec")) == ["second\n"]
 
 
@@ -502,6 +507,7 @@ def test_dryrun_never_mutates_the_callers_app(backend: ProcBackend) -> None:
         assert submitted is not app
         assert submitted.roles[0].env == {
             ENV_ANYLAUNCH_JOB_ID: "proc://test/${app_id}",
+            ENV_ANYLAUNCH_SESSION: "test",
             ENV_ANYLAUNCH_PARENT_RUN_ID: "parent-1",
         }
     assert backend.apps == {}  # a dryrun submits nothing

@@ -52,6 +52,7 @@ __all__ = [
     "DEFAULT_SESSION_NAME",
     "ENV_ANYLAUNCH_JOB_ID",
     "ENV_ANYLAUNCH_PARENT_RUN_ID",
+    "ENV_ANYLAUNCH_SESSION",
     "AppWaitTimeoutError",
     "Runner",
     "get_runner",
@@ -62,6 +63,8 @@ __all__ = [
 DEFAULT_SESSION_NAME = "anylaunch"
 #: Injected into every role: the app's own handle (the scheduler substitutes ``${app_id}``).
 ENV_ANYLAUNCH_JOB_ID = "ANYLAUNCH_JOB_ID"
+#: Injected into every role: the session (runner name) that launched the app.
+ENV_ANYLAUNCH_SESSION = "ANYLAUNCH_SESSION"
 #: Injected into every role when a parent run id is given (or set in the launcher's env).
 ENV_ANYLAUNCH_PARENT_RUN_ID = "ANYLAUNCH_PARENT_RUN_ID"
 
@@ -390,6 +393,7 @@ class Runner:
         job_id = make_app_handle(scheduler, self._name, macros.app_id)
         for role in app.roles:
             role.env[ENV_ANYLAUNCH_JOB_ID] = job_id
+            role.env[ENV_ANYLAUNCH_SESSION] = self._name
             if parent:
                 role.env[ENV_ANYLAUNCH_PARENT_RUN_ID] = parent
 
