@@ -24,8 +24,8 @@ from hypothesis import strategies as st
 from anylaunch.runner import (
     DEFAULT_SESSION_NAME,
     ENV_ANYLAUNCH_JOB_ID,
-    ENV_ANYLAUNCH_SESSION,
     ENV_ANYLAUNCH_PARENT_RUN_ID,
+    ENV_ANYLAUNCH_SESSION,
     AppWaitTimeoutError,
     Runner,
     get_runner,
