@@ -1,0 +1,605 @@
+"""The lifecycle every Dagster entry point shares: launch (or reattach), stream the app's logs
+into ``context.log`` while it runs, wait with startup/run timeouts, cancel it when the run is
+terminated, and describe the outcome as Dagster metadata.
+
+Everything scheduler-specific stays in :class:`anylaunch.runner.Runner`.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import copy
+import queue
+import re
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
+import dagster as dg
+
+from anylaunch.runner import Runner, get_runner, poll_intervals
+from anylaunch.specs.api import NONE, AppDef, AppHandle, AppState, AppStatus, Workspace
+from anylaunch.specs.errors import AnylaunchError, InvalidSpecError
+from anylaunch.specs.runopts import CfgVal
+
+if TYPE_CHECKING:
+    from dagster._core.pipes.reattach import PipesLaunchHandle
+
+__all__ = [
+    "AnylaunchRun",
+    "LaunchSettings",
+    "handle_from_run_tags",
+    "run_tag_key",
+]
+
+#: Either kind of compute context: ops get the first, assets the second.
+Context = dg.OpExecutionContext | dg.AssetExecutionContext
+
+#: Launch-handle client name of apps launched by the resource, ops and assets.
+CLIENT_NAME = "anylaunch"
+#: The step's app handle is also kept in this run tag (visible in the UI while the app runs).
+RUN_TAG_PREFIX = "anylaunch/"
+# A run tag key is at most 63 of these characters after the prefix.
+_TAG_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
+# Dagster marks from-failure re-executions (UI, run retries daemon) with these run tags.
+_RESUME_RETRY_TAGS = ("dagster/is_resume_retry", "dagster/is_asset_resume_retry")
+_MAX_ANCESTRY = 64
+# Lines emitted as one context.log message at most (a chatty app must not flood the event log
+# with one event per line).
+_MAX_LINES_PER_MESSAGE = 200
+# How long to keep draining log streams after the app ended.
+_DRAIN_TIMEOUT_S = 30.0
+# Shortest secret value that is masked: masking every "a" would make logs unreadable.
+_MIN_SECRET_LEN = 3
+
+
+@dataclass(frozen=True)
+class LaunchSettings:
+    """How apps are launched and watched (built from an AnylaunchResource's fields)."""
+
+    scheduler: str
+    cfg: Mapping[str, CfgVal]
+    session_name: str
+    poll_interval_s: float
+    startup_timeout_s: float | None
+    run_timeout_s: float | None
+    cancel_timeout_s: float
+    log_tail_lines: int
+    stream_logs: bool
+    env: Mapping[str, str]
+    secret_env: Mapping[str, str]
+
+    def runner(self) -> Runner:
+        """A new Runner for this session (close it, or use it in a ``with`` block)."""
+        return get_runner(self.session_name)
+
+
+@dataclass(frozen=True)
+class AnylaunchRun:
+    """How one app launched (or reattached to) by a Dagster step ended.
+
+    >>> from anylaunch.specs import AppState, AppStatus
+    >>> run = AnylaunchRun("local_cwd://dagster/echo-1", AppStatus(AppState.SUCCEEDED,
+    ...                    ui_url="file:///tmp/logs"), duration_s=1.5)
+    >>> run.state, sorted(run.metadata())
+    (<AppState.SUCCEEDED: 4>, ['duration_s', 'final_state', 'handle', 'reattached', 'ui_url'])
+
+    Args:
+        handle: the app handle ``{scheduler}://{session}/{app_id}``
+        status: the app's final status
+        duration_s: seconds from launch (or reattach) to the end
+        reattached: True if the step reattached to an app an earlier attempt launched
+        last_log_lines: the last lines the app wrote (``role/replica line``)
+    """
+
+    handle: AppHandle
+    status: AppStatus
+    duration_s: float
+    reattached: bool = False
+    last_log_lines: tuple[str, ...] = ()
+
+    @property
+    def state(self) -> AppState:
+        """The app's final state."""
+        return self.status.state
+
+    @property
+    def ui_url(self) -> str | None:
+        """Where the scheduler shows the app (None if it has no UI)."""
+        return self.status.ui_url
+
+    def metadata(self) -> dict[str, dg.MetadataValue]:
+        """Dagster metadata: handle, final state, ui_url (a URL), duration, reattached."""
+        meta: dict[str, dg.MetadataValue] = {
+            "handle": dg.MetadataValue.text(self.handle),
+            "final_state": dg.MetadataValue.text(self.state.name),
+            "duration_s": dg.MetadataValue.float(round(self.duration_s, 3)),
+            "reattached": dg.MetadataValue.bool(self.reattached),
+        }
+        if self.ui_url:
+            meta["ui_url"] = dg.MetadataValue.url(self.ui_url)
+        return meta
+
+
+class Masker:
+    """Replaces secret values with ``***`` in any text about to be logged.
+
+    >>> Masker(["s3cr3t", "x"])("token=s3cr3t x")
+    'token=*** x'
+    """
+
+    def __init__(self, secrets: Iterable[str]) -> None:
+        # longest first, so a secret containing another is masked whole
+        self._secrets = sorted(
+            {s for s in secrets if isinstance(s, str) and len(s) >= _MIN_SECRET_LEN},
+            key=len,
+            reverse=True,
+        )
+
+    def __call__(self, text: str) -> str:
+        for secret in self._secrets:
+            text = text.replace(secret, "***")
+        return text
+
+
+def run_tag_key(step_key: str) -> str:
+    """The run tag holding the handle of the app a step launched.
+
+    >>> run_tag_key("train"), run_tag_key("fan_out[2]")
+    ('anylaunch/train', 'anylaunch/fan_out_2_')
+    """
+    return RUN_TAG_PREFIX + _TAG_UNSAFE.sub("_", step_key)[:63]
+
+
+def handle_from_run_tags(
+    instance: dg.DagsterInstance, run: dg.DagsterRun, step_key: str
+) -> AppHandle | None:
+    """The handle of the app ``step_key`` launched in ``run`` or, across from-failure
+    re-executions only, in its parent runs (the way Dagster's launch handles are looked up).
+
+    Used where the installed Dagster has no launch-handle events (before 1.13).
+    """
+    key = run_tag_key(step_key)
+    current: dg.DagsterRun | None = run
+    seen: set[str] = set()
+    while current is not None and current.run_id not in seen and len(seen) < _MAX_ANCESTRY:
+        seen.add(current.run_id)
+        if key in current.tags:
+            return current.tags[key]
+        if not any(current.tags.get(tag) == "true" for tag in _RESUME_RETRY_TAGS):
+            return None
+        parent = current.parent_run_id
+        current = instance.get_run_by_id(parent) if parent else None
+    return None
+
+
+def _reattach_api() -> ModuleType | None:
+    """Dagster's launch-handle primitives (1.13+), or None on older versions."""
+    try:
+        from dagster._core.pipes import reattach
+    except ImportError:
+        return None
+    needed = ("find_latest_launch_handle", "record_external_launch", "record_external_reattach")
+    return reattach if all(hasattr(reattach, name) for name in needed) else None
+
+
+def _step_key(context: Context) -> str | None:
+    """The step's key, or None outside a run (an op invoked directly, e.g. in a unit test)."""
+    try:
+        return context.get_step_execution_context().step.key
+    except Exception:  # direct invocation contexts have no step
+        return None
+
+
+def with_env(app: AppDef, env: Mapping[str, str]) -> AppDef:
+    """A copy of ``app`` with ``env`` added to every role's environment (``env`` wins).
+
+    >>> from anylaunch.specs import AppDef, Role
+    >>> app = AppDef("a", [Role("r", image=".", entrypoint="true", env={"A": "1"})])
+    >>> with_env(app, {"B": "2"}).roles[0].env, app.roles[0].env
+    ({'A': '1', 'B': '2'}, {'A': '1'})
+    """
+    app = copy.deepcopy(app)
+    for role in app.roles:
+        role.env.update(env)
+    return app
+
+
+def materialize_component(component: str, component_args: Sequence[str]) -> AppDef:
+    """The AppDef of a named component with CLI-style arguments, with the component's
+    defaults from ``.anylaunchconfig`` applied (as ``Runner.dryrun_component`` does)."""
+    from anylaunch.components import get_component
+    from anylaunch.runner.config import get_configs
+    from anylaunch.specs.builders import materialize_appdef
+
+    if not isinstance(component, str) or not component:
+        raise InvalidSpecError(
+            "component", component, "must be a non-empty str", "e.g. 'utils.echo'"
+        )
+    if isinstance(component_args, str) or not all(isinstance(a, str) for a in component_args):
+        raise InvalidSpecError(
+            "component_args",
+            component_args,
+            "must be a list of str, as on the command line",
+            "pass e.g. ['--msg', 'hi']",
+        )
+    defaults = get_configs("component", component)
+    return materialize_appdef(get_component(component).fn, list(component_args), defaults or None)
+
+
+def _describe_error(status: AppStatus) -> str:
+    parts = [p for p in (status.msg, status.structured_error_msg) if p and p != NONE]
+    return "\n".join(parts) or f"app ended {status.state.name}"
+
+
+def failure(
+    description: str,
+    handle: AppHandle | None,
+    status: AppStatus | None,
+    last_lines: Sequence[str],
+    duration_s: float,
+    mask: Callable[[str], str],
+    allow_retries: bool = True,
+) -> dg.Failure:
+    """A step Failure carrying handle, ui_url, state, error and the last log lines."""
+    meta: dict[str, dg.MetadataValue] = {
+        "duration_s": dg.MetadataValue.float(round(duration_s, 3)),
+    }
+    if handle is not None:
+        meta["handle"] = dg.MetadataValue.text(handle)
+    if status is not None:
+        meta["final_state"] = dg.MetadataValue.text(status.state.name)
+        meta["error"] = dg.MetadataValue.text(mask(_describe_error(status)))
+        if status.ui_url:
+            meta["ui_url"] = dg.MetadataValue.url(status.ui_url)
+    meta["last_log_lines"] = dg.MetadataValue.text(mask("\n".join(last_lines)))
+    return dg.Failure(description=mask(description), metadata=meta, allow_retries=allow_retries)
+
+
+class _Streams:
+    """Follows every replica's log in its own thread; the calling (main) thread logs the lines.
+
+    Logging from the main thread keeps context.log calls where Dagster runs the step, and
+    lets a termination interrupt the wait at any time.
+    """
+
+    def __init__(
+        self,
+        context: Context,
+        settings: LaunchSettings,
+        handle: AppHandle,
+        replicas: Sequence[tuple[str, int]],
+        mask: Callable[[str], str],
+    ) -> None:
+        self._context = context
+        self._settings = settings
+        self._handle = handle
+        self._replicas = list(replicas)
+        self._mask = mask
+        self._queue: queue.Queue[tuple[str, int, str]] = queue.Queue()
+        self._threads: list[threading.Thread] = []
+        self.tail: collections.deque[str] = collections.deque(
+            maxlen=max(settings.log_tail_lines, 0)
+        )
+
+    def start(self) -> None:
+        if self._threads or not self._settings.stream_logs:
+            return
+        for role, k in self._replicas:
+            thread = threading.Thread(
+                target=self._follow, args=(role, k), name=f"anylaunch-log-{role}-{k}", daemon=True
+            )
+            thread.start()
+            self._threads.append(thread)
+
+    def _follow(self, role: str, k: int) -> None:
+        # a runner of its own: schedulers are not required to be thread-safe
+        try:
+            with self._settings.runner() as runner:
+                for line in runner.log_lines(self._handle, role, k, should_tail=True):
+                    self._queue.put((role, k, line))
+        except Exception as e:  # the app's result does not depend on its logs
+            self._queue.put((role, k, f"[anylaunch] log stream ended early: {e}\n"))
+
+    def pump(self, seconds: float) -> None:
+        """Logs lines as they arrive for ``seconds``, then whatever is already queued."""
+        deadline = time.monotonic() + max(seconds, 0.0)
+        while True:
+            remaining = deadline - time.monotonic()
+            try:
+                first = self._queue.get(timeout=remaining) if remaining > 0 else None
+            except queue.Empty:
+                first = None
+            batch = [first] if first is not None else []
+            with contextlib.suppress(queue.Empty):
+                while len(batch) < _MAX_LINES_PER_MESSAGE:
+                    batch.append(self._queue.get_nowait())
+            if batch:
+                self._emit(batch)
+            if remaining <= 0 and len(batch) < _MAX_LINES_PER_MESSAGE:
+                return
+
+    def _emit(self, batch: list[tuple[str, int, str]]) -> None:
+        lines = [self._mask(f"{role}/{k} {line.rstrip(chr(10))}") for role, k, line in batch]
+        self.tail.extend(lines)
+        self._context.log.info("\n".join(lines))
+
+    def drain(self, timeout: float) -> None:
+        """Logs the rest of the app's output, waiting up to ``timeout`` for the streams."""
+        deadline = time.monotonic() + timeout
+        while any(t.is_alive() for t in self._threads) and time.monotonic() < deadline:
+            self.pump(0.05)
+        self.pump(0)
+
+
+class AppWatch:
+    """Launches (or reattaches to) one app for a step and sees it to its end."""
+
+    def __init__(
+        self,
+        context: Context,
+        settings: LaunchSettings,
+        client_name: str | None = CLIENT_NAME,
+        reattach: bool = True,
+    ) -> None:
+        self.context = context
+        self.settings = settings
+        self.client_name = client_name
+        self.reattach = reattach and client_name is not None
+        self.mask = Masker(settings.secret_env.values())
+        self.handle: AppHandle | None = None
+        self.reattached = False
+
+    @property
+    def _op_context(self) -> dg.OpExecutionContext:
+        # Dagster's launch-handle helpers read context.dagster_run, deprecated on assets
+        return self.context.op_execution_context
+
+    # --- launch ------------------------------------------------------------------------
+
+    def _previous_launch(self) -> tuple[AppHandle, Any] | None:
+        step_key = _step_key(self.context)
+        if step_key is None:
+            return None
+        api = _reattach_api()
+        if api is not None:
+            found: PipesLaunchHandle | None = api.find_latest_launch_handle(
+                self._op_context, client_name=self.client_name
+            )
+            return (found.external_run_id, found) if found is not None else None
+        previous = handle_from_run_tags(
+            self.context.instance, self._op_context.dagster_run, step_key
+        )
+        return (previous, None) if previous else None
+
+    def _try_reattach(self, runner: Runner) -> AppHandle | None:
+        previous = self._previous_launch()
+        if previous is None:
+            return None
+        handle, launch_record = previous
+        try:
+            status = runner.status(handle)
+        except AnylaunchError as e:
+            self.context.log.warning(f"cannot check app {handle} of an earlier attempt: {e}")
+            return None
+        if status is None or status.state in (AppState.FAILED, AppState.CANCELLED):
+            what = "is gone" if status is None else f"ended {status.state.name}"
+            self.context.log.info(f"app {handle} of an earlier attempt {what}: launching anew")
+            return None
+        api = _reattach_api()
+        if api is not None and launch_record is not None:
+            api.record_external_reattach(self._op_context, launch_record)
+        self._tag_run(handle)
+        self.context.log.info(
+            f"reattaching to app {handle} ({status.state.name}) launched by an earlier attempt"
+        )
+        return handle
+
+    def _tag_run(self, handle: AppHandle) -> None:
+        step_key = _step_key(self.context)
+        if step_key is not None:
+            self.context.instance.add_run_tags(
+                self._op_context.run_id, {run_tag_key(step_key): handle}
+            )
+
+    def _record_launch(self, runner: Runner, handle: AppHandle) -> None:
+        ui_url: str | None = None
+        with contextlib.suppress(AnylaunchError):
+            status = runner.status(handle)
+            ui_url = status.ui_url if status is not None else None
+        step_key = _step_key(self.context)
+        api = _reattach_api()
+        if step_key is not None and api is not None and self.client_name is not None:
+            api.record_external_launch(
+                self._op_context,
+                client_name=self.client_name,
+                external_run_id=handle,
+                external_run_url=ui_url or None,
+            )
+        self._tag_run(handle)
+        self.context.log.info(f"launched {handle}" + (f" ({ui_url})" if ui_url else ""))
+
+    def launch(
+        self,
+        runner: Runner,
+        app: AppDef,
+        extra_env: Mapping[str, str] | None = None,
+        workspace: str | Workspace | None = None,
+    ) -> tuple[AppHandle, list[tuple[str, int]]]:
+        """Dry-runs (logging the request), schedules and records the app; returns its
+        handle and its replicas as ``(role, k)``."""
+        env = {**self.settings.env, **self.settings.secret_env, **(extra_env or {})}
+        app = with_env(app, env) if env else app
+        try:
+            info = runner.dryrun(
+                app,
+                self.settings.scheduler,
+                self.settings.cfg,
+                workspace=workspace,
+                parent_run_id=self._op_context.run_id,
+            )
+        except AnylaunchError as e:
+            # an invalid request (scheduler, run options, app) does not get better by retrying
+            raise failure(
+                f"invalid request: {e}", None, None, (), 0.0, self.mask, allow_retries=False
+            ) from e
+        self.context.log.info(
+            f"anylaunch request for scheduler {self.settings.scheduler}:\n" + self.mask(str(info))
+        )
+        try:
+            handle = runner.schedule(info)
+        except AnylaunchError as e:  # e.g. the scheduler is unreachable: a retry may work
+            raise failure(f"could not launch the app: {e}", None, None, (), 0.0, self.mask) from e
+        self.handle = handle
+        self._record_launch(runner, handle)
+        return handle, _replicas(app)
+
+    # --- the whole lifecycle -----------------------------------------------------------
+
+    def run(
+        self,
+        app: AppDef,
+        extra_env: Mapping[str, str] | None = None,
+        workspace: str | Workspace | None = None,
+    ) -> AnylaunchRun:
+        """Launches ``app`` (or reattaches), streams its logs, waits, and returns the result.
+
+        Raises:
+            dagster.Failure: the app did not succeed, timed out (it is cancelled), or the
+                request was invalid (not retried)
+            dagster.DagsterExecutionInterruptedError: the run was terminated (the app is
+                cancelled first)
+        """
+        started = time.monotonic()
+        with self.settings.runner() as runner:
+            handle = self._try_reattach(runner) if self.reattach else None
+            if handle is not None:
+                self.handle, self.reattached = handle, True
+                replicas = self._replicas_of(runner, handle)
+            else:
+                handle, replicas = self.launch(runner, app, extra_env, workspace)
+            streams = _Streams(self.context, self.settings, handle, replicas, self.mask)
+            try:
+                status = self._wait(runner, handle, streams, started)
+            except BaseException:
+                # termination, timeout or an error while watching: the step is over, so
+                # nobody would watch the app any more
+                self._cancel(runner, handle, streams)
+                raise
+            streams.drain(_DRAIN_TIMEOUT_S)
+        result = AnylaunchRun(
+            handle,
+            status,
+            time.monotonic() - started,
+            reattached=self.reattached,
+            last_log_lines=tuple(streams.tail),
+        )
+        if status.state != AppState.SUCCEEDED:
+            raise failure(
+                f"app {handle} ended {status.state.name}: {_describe_error(status)}",
+                handle,
+                status,
+                result.last_log_lines,
+                result.duration_s,
+                self.mask,
+            )
+        self.context.log.info(f"app {handle} SUCCEEDED in {result.duration_s:.1f}s")
+        return result
+
+    def _replicas_of(self, runner: Runner, handle: AppHandle) -> list[tuple[str, int]]:
+        described = runner.describe(handle)
+        if described is not None and described.roles:
+            return _replicas(described)
+        status = runner.status(handle)
+        roles = status.roles if status is not None else []
+        return [(r.role, rep.id) for r in roles for rep in r.replicas]
+
+    def _wait(
+        self, runner: Runner, handle: AppHandle, streams: _Streams, started: float
+    ) -> AppStatus:
+        startup_timeout = self.settings.startup_timeout_s
+        run_timeout = self.settings.run_timeout_s
+        intervals: Iterator[float] = poll_intervals(self.settings.poll_interval_s)
+        running_since: float | None = None
+        last_state: AppState | None = None
+        while True:
+            status = runner.status(handle)
+            if status is None:
+                raise failure(
+                    f"app {handle} no longer exists (deleted or purged by the scheduler)",
+                    handle,
+                    None,
+                    list(streams.tail),
+                    time.monotonic() - started,
+                    self.mask,
+                )
+            if status.state != last_state:
+                self.context.log.info(f"app {handle} is {status.state.name}")
+                last_state = status.state
+            now = time.monotonic()
+            if status.state == AppState.RUNNING or status.is_terminal():
+                running_since = running_since or now
+                streams.start()
+            if status.is_terminal():
+                return status
+            # startup counts from the launch, the run time from when it was first seen running
+            if running_since is None:
+                if startup_timeout is not None and now - started > startup_timeout:
+                    raise self._timeout("start", startup_timeout, handle, status, streams, started)
+            elif run_timeout is not None and now - running_since > run_timeout:
+                raise self._timeout("finish", run_timeout, handle, status, streams, started)
+            streams.pump(next(intervals))
+
+    def _timeout(
+        self,
+        what: str,
+        limit: float,
+        handle: AppHandle,
+        status: AppStatus,
+        streams: _Streams,
+        started: float,
+    ) -> dg.Failure:
+        option = "startup_timeout_s" if what == "start" else "run_timeout_s"
+        return failure(
+            f"app {handle} did not {what} within {limit:g}s (it was {status.state.name}); "
+            f"it is being cancelled. Fix: raise {option} of the anylaunch resource",
+            handle,
+            status,
+            list(streams.tail),
+            time.monotonic() - started,
+            self.mask,
+        )
+
+    def _cancel(self, runner: Runner, handle: AppHandle, streams: _Streams) -> None:
+        """Cancels the app and waits (bounded) for it to end, logging what happened."""
+        try:
+            status = runner.status(handle)
+            if status is not None and status.is_terminal():
+                return
+            self.context.log.warning(f"step is ending: cancelling app {handle}")
+            runner.cancel(handle)
+            deadline = time.monotonic() + self.settings.cancel_timeout_s
+            intervals = poll_intervals(min(1.0, self.settings.poll_interval_s), initial=0.05)
+            while status is not None and not status.is_terminal():
+                if time.monotonic() > deadline:
+                    self.context.log.error(
+                        f"app {handle} did not end within {self.settings.cancel_timeout_s:g}s "
+                        f"of cancelling (still {status.state.name}); check it with "
+                        f"`anylaunch status {handle}`"
+                    )
+                    return
+                streams.pump(next(intervals))
+                status = runner.status(handle)
+            streams.drain(min(2.0, self.settings.cancel_timeout_s))
+            final = status.state.name if status is not None else "gone"
+            self.context.log.warning(f"app {handle} ended {final} after cancel")
+        except Exception as e:  # never hide why the step is ending
+            self.context.log.error(f"could not cancel app {handle}: {e}")
+
+
+def _replicas(app: AppDef) -> list[tuple[str, int]]:
+    return [(role.name, k) for role in app.roles for k in range(role.num_replicas)]

@@ -1,0 +1,84 @@
+"""An asset factory: materializing the asset launches an anylaunch app and reports it.
+
+>>> from anylaunch.components.utils import echo
+>>> asset_def = build_anylaunch_asset("greeting", echo(msg="hi"), group_name="demo")
+>>> asset_def.key.to_user_string(), "anylaunch" in asset_def.required_resource_keys
+('greeting', True)
+"""
+
+# No `from __future__ import annotations` here: Dagster reads the `config` parameter's
+# annotation at runtime to find the asset's config schema.
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import dagster as dg
+
+from anylaunch.specs.api import AppDef
+from anylaunch.specs.runopts import CfgVal
+from dagster_anylaunch.ops import (
+    DEFAULT_RESOURCE_KEY,
+    AnylaunchOpConfig,
+    _check_factory_args,
+    launch_for_step,
+)
+
+__all__ = ["build_anylaunch_asset"]
+
+
+def build_anylaunch_asset(
+    name: str,
+    app: AppDef | None = None,
+    *,
+    component: str | None = None,
+    component_args: Sequence[str] | None = None,
+    scheduler: str | None = None,
+    cfg: Mapping[str, CfgVal] | None = None,
+    resource_key: str = DEFAULT_RESOURCE_KEY,
+    description: str | None = None,
+    **asset_kwargs: Any,
+) -> dg.AssetsDefinition:
+    """Builds an asset whose materialization launches an app and waits for it.
+
+    The materialization streams the app's logs into the step's log and returns a
+    ``MaterializeResult`` with metadata ``handle``, ``final_state``, ``ui_url`` (a URL),
+    ``duration_s`` and ``reattached``. A failed, cancelled or timed-out app fails the
+    materialization with a ``dagster.Failure`` carrying handle, ui_url, error and the last
+    log lines. Config (:class:`~dagster_anylaunch.ops.AnylaunchOpConfig`) can replace the
+    component, scheduler and run options at launch time.
+
+    Args:
+        name: the asset's name (``key_prefix`` and other ``@asset`` arguments go in
+            ``asset_kwargs``)
+        app: the AppDef to launch
+        component: or a component to launch, e.g. ``utils.echo``
+        component_args: the component's CLI-style arguments
+        scheduler: replaces the resource's scheduler
+        cfg: run options merged over the resource's (config's win)
+        resource_key: key of the AnylaunchResource
+        description: the asset's description
+        asset_kwargs: passed to ``dagster.asset`` (``deps``, ``group_name``, ``key_prefix``,
+            ``tags``, ``owners``, ``retry_policy``, ...)
+    """
+    _check_factory_args(app, component, component_args, cfg, resource_key)
+    what = app.name if app is not None else component
+    fixed_args = list(component_args) if component_args is not None else None
+    fixed_cfg = dict(cfg or {})
+    asset_kwargs.setdefault("kinds", {"anylaunch"})
+
+    def _anylaunch_asset(
+        context: dg.AssetExecutionContext, config: AnylaunchOpConfig
+    ) -> dg.MaterializeResult[Any]:
+        result = launch_for_step(
+            context, config, resource_key, app, component, fixed_args, scheduler, fixed_cfg
+        )
+        return dg.MaterializeResult(metadata=result.metadata())
+
+    return dg.asset(
+        _anylaunch_asset,
+        name=name,
+        description=description
+        or (f"Launches {what} with anylaunch" if what else "Launches an app with anylaunch"),
+        required_resource_keys={resource_key},
+        **asset_kwargs,
+    )

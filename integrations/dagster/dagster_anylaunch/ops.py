@@ -1,0 +1,255 @@
+"""Ops that launch an anylaunch app and see it through: ``anylaunch_op`` and a factory for
+named ops with a fixed app or component.
+
+>>> import dagster as dg
+>>> from dagster_anylaunch import AnylaunchResource, anylaunch_op
+>>> @dg.job(resource_defs={"anylaunch": AnylaunchResource(poll_interval_s=1)})
+... def echo_job():
+...     anylaunch_op()
+>>> run_config = {"ops": {"anylaunch_op": {"config": {"component": "utils.echo",
+...                                                   "component_args": ["--msg", "hi"]}}}}
+>>> dg.validate_run_config(echo_job, run_config)["ops"]["anylaunch_op"]["config"]["component"]
+'utils.echo'
+
+``echo_job.execute_in_process(run_config=run_config)`` then launches ``utils.echo`` on
+local_cwd, streams ``echo/0 hi`` into the run's log and outputs the app's final status.
+"""
+
+# No `from __future__ import annotations` here: Dagster reads the `config` parameter's
+# annotation at runtime to find the op's config schema.
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import dagster as dg
+from pydantic import Field
+
+from anylaunch.specs.api import AppDef, AppStatus
+from anylaunch.specs.errors import InvalidSpecError
+from anylaunch.specs.runopts import CfgVal
+from dagster_anylaunch._lifecycle import AnylaunchRun, Context
+from dagster_anylaunch.resources import AnylaunchResource
+
+__all__ = ["AnylaunchOpConfig", "anylaunch_op", "build_anylaunch_op"]
+
+#: Resource key the ops and assets look the AnylaunchResource up under by default.
+DEFAULT_RESOURCE_KEY = "anylaunch"
+
+
+class AnylaunchOpConfig(dg.Config):
+    """Run-time config of the anylaunch ops and assets (all optional).
+
+    >>> AnylaunchOpConfig(component="utils.echo", component_args=["--msg", "hi"]).component
+    'utils.echo'
+    """
+
+    component: str | None = Field(
+        default=None,
+        description="Component to launch, e.g. utils.echo or path/to/file.py:fn (replaces "
+        "the app or component the op was built with).",
+    )
+    component_args: list[str] = Field(
+        default_factory=list,
+        description='The component\'s arguments as on the command line, e.g. ["--msg", "hello"].',
+    )
+    scheduler: str | None = Field(
+        default=None, description="Scheduler to launch on (replaces the resource's)."
+    )
+    cfg: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Run options merged over the op's and the resource's (these win).",
+    )
+    workspace: str | None = Field(
+        default=None,
+        description="Workspace of the first role, e.g. '.' ('' disables the role's workspace).",
+    )
+    reattach: bool = Field(
+        default=True,
+        description="On a retry or from-failure re-execution, reattach to the app an earlier "
+        "attempt launched if it is still running or succeeded.",
+    )
+
+
+def _check_factory_args(
+    app: AppDef | None,
+    component: str | None,
+    component_args: Sequence[str] | None,
+    cfg: Mapping[str, CfgVal] | None,
+    resource_key: str,
+) -> None:
+    if app is not None and not isinstance(app, AppDef):
+        raise InvalidSpecError("app", type(app).__name__, "must be an AppDef", "pass AppDef(...)")
+    if component is not None and (not isinstance(component, str) or not component):
+        raise InvalidSpecError(
+            "component", component, "must be a non-empty str", "e.g. 'utils.echo'"
+        )
+    if app is not None and component is not None:
+        raise InvalidSpecError(
+            "app/component",
+            f"app={app.name!r}, component={component!r}",
+            "give either an AppDef or a component, not both",
+            "drop one of them",
+        )
+    if component_args is not None and (
+        isinstance(component_args, str) or not all(isinstance(a, str) for a in component_args)
+    ):
+        raise InvalidSpecError(
+            "component_args", component_args, "must be a list of str", "e.g. ['--msg', 'hi']"
+        )
+    if component_args and component is None:
+        raise InvalidSpecError(
+            "component_args",
+            list(component_args),
+            "only applies together with component",
+            "pass component='utils.echo' (or build the AppDef with its arguments)",
+        )
+    if cfg is not None and not isinstance(cfg, Mapping):
+        raise InvalidSpecError("cfg", cfg, "must be a mapping of run options", "pass a dict")
+    if not isinstance(resource_key, str) or not resource_key.isidentifier():
+        raise InvalidSpecError(
+            "resource_key", resource_key, "must be a Python identifier", "e.g. 'anylaunch'"
+        )
+
+
+def launch_for_step(
+    context: Context,
+    config: AnylaunchOpConfig,
+    resource_key: str,
+    app: AppDef | None,
+    component: str | None,
+    component_args: Sequence[str] | None,
+    scheduler: str | None,
+    cfg: Mapping[str, CfgVal] | None,
+) -> AnylaunchRun:
+    """What the ops and assets do: pick the app from config and factory arguments, then run
+    it with the resource under ``resource_key``."""
+    resource = getattr(context.resources, resource_key, None)
+    if not isinstance(resource, AnylaunchResource):
+        raise dg.Failure(
+            description=(
+                f"resource {resource_key!r} must be an AnylaunchResource, got "
+                f"{type(resource).__name__}. Fix: pass resources={{{resource_key!r}: "
+                "AnylaunchResource(...)}} to Definitions (or execute_in_process/materialize)"
+            ),
+            allow_retries=False,
+        )
+    target: AppDef | str
+    args: list[str] | None = None
+    if config.component:
+        target, args = config.component, list(config.component_args)
+    elif app is not None:
+        if config.component_args:
+            raise dg.Failure(
+                description=str(
+                    InvalidSpecError(
+                        "component_args",
+                        config.component_args,
+                        f"this op launches the AppDef {app.name!r}, which takes no arguments",
+                        "leave component_args empty, or set component too",
+                    )
+                ),
+                allow_retries=False,
+            )
+        target = app
+    elif component is not None:
+        target, args = component, list(config.component_args or component_args or [])
+    else:
+        raise dg.Failure(
+            description=str(
+                InvalidSpecError(
+                    "component",
+                    None,
+                    "there is no app to launch",
+                    "set the config's component (e.g. 'utils.echo'), or build the op with "
+                    "build_anylaunch_op(name, app=...) or component=...",
+                )
+            ),
+            allow_retries=False,
+        )
+    return resource.run(
+        context,
+        target,
+        args,
+        scheduler=config.scheduler or scheduler,
+        cfg={**(cfg or {}), **config.cfg},
+        workspace=config.workspace,
+        reattach=config.reattach,
+    )
+
+
+def build_anylaunch_op(
+    name: str,
+    app: AppDef | None = None,
+    *,
+    component: str | None = None,
+    component_args: Sequence[str] | None = None,
+    scheduler: str | None = None,
+    cfg: Mapping[str, CfgVal] | None = None,
+    resource_key: str = DEFAULT_RESOURCE_KEY,
+    description: str | None = None,
+    tags: Mapping[str, str] | None = None,
+    retry_policy: dg.RetryPolicy | None = None,
+) -> dg.OpDefinition:
+    """Builds an op named ``name`` that launches an app and sees it through.
+
+    The op logs the dryrun request, launches the app, streams its logs into the step's log,
+    waits, and outputs the final :class:`~anylaunch.specs.AppStatus` (with handle, ui_url,
+    state and duration as output metadata). A failed, cancelled or timed-out app fails the
+    step with a ``dagster.Failure`` carrying handle, ui_url, error and the last log lines.
+    Its :class:`AnylaunchOpConfig` can replace the component, scheduler and run options.
+
+    >>> from anylaunch.components.utils import echo
+    >>> op_def = build_anylaunch_op("say_hi", echo(msg="hi"), scheduler="local_cwd")
+    >>> op_def.name, sorted(op_def.required_resource_keys)
+    ('say_hi', ['anylaunch'])
+
+    Args:
+        name: the op's name
+        app: the AppDef to launch
+        component: or a component to launch, e.g. ``utils.echo``
+        component_args: the component's CLI-style arguments (config can replace them)
+        scheduler: replaces the resource's scheduler (config can replace it)
+        cfg: run options merged over the resource's (config's win)
+        resource_key: key of the AnylaunchResource
+        description: the op's description
+        tags: the op's tags
+        retry_policy: Dagster retry policy of the op (a retry reattaches to a running app)
+    """
+    _check_factory_args(app, component, component_args, cfg, resource_key)
+    what = app.name if app is not None else component
+    fixed_app = app
+    fixed_args = list(component_args) if component_args is not None else None
+    fixed_cfg = dict(cfg or {})
+
+    @dg.op(
+        name=name,
+        description=description
+        or (f"Launches {what} with anylaunch" if what else "Launches an app with anylaunch"),
+        required_resource_keys={resource_key},
+        out=dg.Out(AppStatus, description="The app's final status."),
+        tags=dict(tags or {}),
+        retry_policy=retry_policy,
+    )
+    def _anylaunch_op(
+        context: dg.OpExecutionContext, config: AnylaunchOpConfig
+    ) -> dg.Output[AppStatus]:
+        result = launch_for_step(
+            context,
+            config,
+            resource_key,
+            fixed_app,
+            component,
+            fixed_args,
+            scheduler,
+            fixed_cfg,
+        )
+        return dg.Output(result.status, metadata=result.metadata())
+
+    return _anylaunch_op
+
+
+#: An op that launches the component its config names (``config.component``).
+anylaunch_op: dg.OpDefinition = build_anylaunch_op(
+    "anylaunch_op",
+    description="Launches the component named in its config with anylaunch.",
+)

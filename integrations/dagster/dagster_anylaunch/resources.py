@@ -1,0 +1,349 @@
+"""``AnylaunchResource``: launch, watch, stream logs from and cancel anylaunch apps in Dagster.
+
+A thin Dagster face on :class:`anylaunch.runner.Runner`: the resource holds the scheduler and
+its run options, the session name, polling and timeouts, and env (including secrets) for the
+apps; :meth:`AnylaunchResource.run` does a step's whole lifecycle.
+
+>>> from anylaunch.components.utils import echo
+>>> resource = AnylaunchResource(scheduler="local_cwd", poll_interval_s=1)
+>>> print(resource.dryrun(echo(msg="hi")))  # doctest: +ELLIPSIS
+local_cwd app echo-... (name: echo)
+...
+        [0] echo hi
+...
+"""
+
+# No `from __future__ import annotations` here: Dagster reads this module's field annotations
+# at runtime to build the resource's config schema.
+
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+import dagster as dg
+from pydantic import Field, field_validator
+
+from anylaunch.runner import Runner, get_runner
+from anylaunch.specs.api import AppDef, AppDryRunInfo, AppHandle, AppStatus, Workspace
+from anylaunch.specs.errors import AnylaunchError, InvalidSpecError, UnknownSchedulerException
+from anylaunch.specs.runopts import CfgVal
+from dagster_anylaunch._lifecycle import (
+    AnylaunchRun,
+    AppWatch,
+    Context,
+    LaunchSettings,
+    materialize_component,
+    with_env,
+)
+
+__all__ = ["DEFAULT_SESSION_NAME", "AnylaunchResource"]
+
+#: Session name of apps launched from Dagster (it appears in their handles).
+DEFAULT_SESSION_NAME = "dagster"
+
+
+def to_app(app: AppDef | str, component_args: Sequence[str] | None = None) -> AppDef:
+    """``app`` itself, or the AppDef of the component named ``app`` with its CLI-style args.
+
+    >>> to_app("utils.echo", ["--msg", "hi"]).roles[0].args
+    ['hi']
+    """
+    if isinstance(app, AppDef):
+        if component_args:
+            raise InvalidSpecError(
+                "component_args",
+                list(component_args),
+                "only applies to a component name, not to an AppDef",
+                "pass the arguments to the component function that builds the AppDef",
+            )
+        return app
+    if isinstance(app, str):
+        return materialize_component(app, component_args or [])
+    raise InvalidSpecError(
+        "app",
+        type(app).__name__,
+        "must be an AppDef or a component name",
+        "pass specs.AppDef(...) or e.g. 'utils.echo' with component_args",
+    )
+
+
+def _check_seconds(name: str, value: float | None, allow_none: bool) -> float | None:
+    if value is None and allow_none:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+        raise InvalidSpecError(
+            name,
+            value,
+            "must be a number of seconds > 0" + (" or None" if allow_none else ""),
+            "e.g. 10",
+        )
+    return float(value)
+
+
+class AnylaunchResource(dg.ConfigurableResource):  # type: ignore[type-arg]
+    """Launches anylaunch apps on a scheduler and follows them from Dagster ops and assets.
+
+    Secrets: ``secret_env`` values (typically ``dagster.EnvVar("NAME")``, resolved when the
+    resource is initialized) are set in every role's environment and masked as ``***`` in
+    everything this integration logs. ``scheduler``, ``session_name`` and ``env`` values may
+    be ``EnvVar`` s too (``cfg`` values may not: its values are not all strings).
+    """
+
+    scheduler: str = Field(
+        default="local_cwd",
+        description="Scheduler to launch on: local_cwd, local_docker, kubernetes, "
+        "kubernetes_mcad, aws_batch, aws_sagemaker, slurm or lsf.",
+    )
+    cfg: dict[str, Any] = Field(
+        default_factory=dict,
+        description="The scheduler's run options (`anylaunch runopts SCHEDULER` lists them); "
+        "options in .anylaunchconfig fill in the rest.",
+    )
+    session_name: str = Field(
+        default=DEFAULT_SESSION_NAME,
+        description="Session name: the middle part of every app handle "
+        "{scheduler}://{session_name}/{app_id}.",
+    )
+    poll_interval_s: float = Field(
+        default=10.0,
+        description="Longest pause between status checks (polling backs off with jitter up to "
+        "this). Logs stream as they are written regardless.",
+    )
+    startup_timeout_s: float | None = Field(
+        default=None,
+        description="Cancel and fail when the app has not started running within this many "
+        "seconds of launch (stuck in the queue). None: wait indefinitely.",
+    )
+    run_timeout_s: float | None = Field(
+        default=None,
+        description="Cancel and fail when the app runs longer than this many seconds. None: "
+        "no limit.",
+    )
+    cancel_timeout_s: float = Field(
+        default=60.0,
+        description="How long a terminated or timed-out step waits for its cancelled app to end.",
+    )
+    env: dict[str, str] = Field(
+        default_factory=dict,
+        description="Environment variables added to every role of every app.",
+    )
+    secret_env: dict[str, str] = Field(
+        default_factory=dict,
+        description="Like env, but the values are secrets (use EnvVar): masked in all logs and "
+        "metadata.",
+    )
+    stream_logs: bool = Field(
+        default=True,
+        description="Stream every replica's log lines into the step's log while the app runs.",
+    )
+    log_tail_lines: int = Field(
+        default=50,
+        description="How many of the app's last log lines a failure's metadata carries.",
+    )
+
+    # "before": pydantic turns an EnvVar into a plain str (its name) before "after" validators
+    @field_validator("scheduler", mode="before")
+    @classmethod
+    def _known_scheduler(cls, value: Any) -> Any:
+        from anylaunch.schedulers import get_scheduler_factories
+
+        # an EnvVar's value is only known once the resource is initialized (then this runs
+        # again with the value)
+        if not isinstance(value, dg.EnvVar):
+            if not isinstance(value, str):
+                raise InvalidSpecError(
+                    "scheduler", value, "must be a scheduler name", "e.g. 'local_cwd'"
+                )
+            known = get_scheduler_factories()
+            if value not in known:
+                raise UnknownSchedulerException(value, known)
+        return value
+
+    @field_validator("poll_interval_s", "cancel_timeout_s")
+    @classmethod
+    def _positive(cls, value: float, info: Any) -> float:
+        checked = _check_seconds(info.field_name, value, allow_none=False)
+        assert checked is not None
+        return checked
+
+    @field_validator("startup_timeout_s", "run_timeout_s")
+    @classmethod
+    def _positive_or_none(cls, value: float | None, info: Any) -> float | None:
+        return _check_seconds(info.field_name, value, allow_none=True)
+
+    @field_validator("log_tail_lines")
+    @classmethod
+    def _tail(cls, value: int) -> int:
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise InvalidSpecError("log_tail_lines", value, "must be an int >= 0", "e.g. 50")
+        return value
+
+    # --- helpers -----------------------------------------------------------------------
+
+    def settings(
+        self, scheduler: str | None = None, cfg: Mapping[str, CfgVal] | None = None
+    ) -> LaunchSettings:
+        """This resource's launch settings; ``scheduler`` replaces the resource's and ``cfg``
+        is merged over the resource's ``cfg`` (its keys win)."""
+        if cfg is not None and not isinstance(cfg, Mapping):
+            raise InvalidSpecError("cfg", cfg, "must be a mapping of run options", "pass a dict")
+        return LaunchSettings(
+            scheduler=scheduler or self.scheduler,
+            cfg={**self.cfg, **(cfg or {})},
+            session_name=self.session_name,
+            poll_interval_s=self.poll_interval_s,
+            startup_timeout_s=self.startup_timeout_s,
+            run_timeout_s=self.run_timeout_s,
+            cancel_timeout_s=self.cancel_timeout_s,
+            log_tail_lines=self.log_tail_lines,
+            stream_logs=self.stream_logs,
+            env=dict(self.env),
+            secret_env=dict(self.secret_env),
+        )
+
+    def get_runner(self) -> Runner:
+        """A new Runner for this resource's session (close it, or use ``with``)."""
+        return get_runner(self.session_name)
+
+    # --- one step at a time ------------------------------------------------------------
+
+    def dryrun(
+        self,
+        app: AppDef | str,
+        component_args: Sequence[str] | None = None,
+        *,
+        scheduler: str | None = None,
+        cfg: Mapping[str, CfgVal] | None = None,
+        workspace: str | Workspace | None = None,
+        parent_run_id: str | None = None,
+    ) -> AppDryRunInfo[Any]:
+        """The request :meth:`launch` would submit (no submission; print it to read it).
+
+        Args:
+            app: an AppDef, or a component name such as ``utils.echo``
+            component_args: the component's CLI-style arguments, e.g. ``["--msg", "hi"]``
+            scheduler: replaces the resource's scheduler
+            cfg: merged over the resource's run options
+            workspace: overrides the first role's workspace (``""`` disables it)
+            parent_run_id: injected as ``ANYLAUNCH_PARENT_RUN_ID``
+        """
+        settings = self.settings(scheduler, cfg)
+        env = {**settings.env, **settings.secret_env}
+        resolved = to_app(app, component_args)
+        with self.get_runner() as runner:
+            return runner.dryrun(
+                with_env(resolved, env) if env else resolved,
+                settings.scheduler,
+                settings.cfg,
+                workspace=workspace,
+                parent_run_id=parent_run_id,
+            )
+
+    def launch(
+        self,
+        app: AppDef | str,
+        component_args: Sequence[str] | None = None,
+        *,
+        scheduler: str | None = None,
+        cfg: Mapping[str, CfgVal] | None = None,
+        workspace: str | Workspace | None = None,
+        parent_run_id: str | None = None,
+    ) -> AppHandle:
+        """Submits the app and returns its handle at once (arguments as :meth:`dryrun`)."""
+        info = self.dryrun(
+            app,
+            component_args,
+            scheduler=scheduler,
+            cfg=cfg,
+            workspace=workspace,
+            parent_run_id=parent_run_id,
+        )
+        with self.get_runner() as runner:
+            return runner.schedule(info)
+
+    def status(self, handle: AppHandle) -> AppStatus | None:
+        """The app's status, or None if its scheduler does not know it."""
+        with self.get_runner() as runner:
+            return runner.status(handle)
+
+    def wait(self, handle: AppHandle, timeout: float | None = None) -> AppStatus | None:
+        """Blocks until the app ends (polling up to ``poll_interval_s`` apart).
+
+        Raises:
+            anylaunch.runner.AppWaitTimeoutError: ``timeout`` seconds passed first
+        """
+        with self.get_runner() as runner:
+            return runner.wait(handle, wait_interval=self.poll_interval_s, timeout=timeout)
+
+    def cancel(self, handle: AppHandle) -> None:
+        """Requests cancellation and returns; a no-op for an unknown or finished app."""
+        with self.get_runner() as runner:
+            runner.cancel(handle)
+
+    def log_lines(
+        self,
+        handle: AppHandle,
+        role_name: str,
+        k: int = 0,
+        *,
+        regex: str | None = None,
+        should_tail: bool = False,
+    ) -> Iterator[str]:
+        """The log lines of replica ``k`` of ``role_name`` (each with its newline); with
+        ``should_tail`` it follows the log until the app ends."""
+        runner = self.get_runner()
+        try:
+            lines = runner.log_lines(handle, role_name, k, regex=regex, should_tail=should_tail)
+        except BaseException:
+            runner.close()
+            raise
+        return _closing(lines, runner)
+
+    # --- the whole lifecycle -----------------------------------------------------------
+
+    def run(
+        self,
+        context: Context,
+        app: AppDef | str,
+        component_args: Sequence[str] | None = None,
+        *,
+        scheduler: str | None = None,
+        cfg: Mapping[str, CfgVal] | None = None,
+        workspace: str | Workspace | None = None,
+        reattach: bool = True,
+    ) -> AnylaunchRun:
+        """Launches the app and sees it through, all inside the calling op or asset.
+
+        Logs the dryrun request, launches (recording the handle as a launch-handle event and
+        a run tag), streams every replica's lines into ``context.log`` as they are written,
+        waits with the startup/run timeouts, and returns the outcome. When the run is
+        terminated the app is cancelled before the step ends. When a from-failure
+        re-execution (or a retry of the step) finds the app an earlier attempt launched still
+        running or succeeded, it reattaches to it instead of launching a duplicate.
+
+        Args:
+            context: the op's or asset's context
+            app: an AppDef, or a component name such as ``utils.echo``
+            component_args: the component's CLI-style arguments
+            scheduler: replaces the resource's scheduler
+            cfg: merged over the resource's run options
+            workspace: overrides the first role's workspace (``""`` disables it)
+            reattach: set False to always launch a new app
+
+        Raises:
+            dagster.Failure: the app failed, was cancelled or timed out (metadata: handle,
+                ui_url, final_state, error, last_log_lines), or the request was invalid
+        """
+        try:
+            settings = self.settings(scheduler, cfg)
+            resolved = to_app(app, component_args)
+        except AnylaunchError as e:
+            # a bad request does not get better by retrying
+            raise dg.Failure(description=f"invalid app: {e}", allow_retries=False) from e
+        return AppWatch(context, settings, reattach=reattach).run(resolved, workspace=workspace)
+
+
+def _closing(lines: Any, runner: Runner) -> Iterator[str]:
+    try:
+        yield from lines
+    finally:
+        runner.close()

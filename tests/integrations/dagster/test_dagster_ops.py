@@ -1,0 +1,391 @@
+"""The op, the named-op factory and the asset factory on real in-process Dagster runs with
+real local_cwd apps: logs stream into the run's event log while the app runs, a failing app
+fails the step with metadata, a run timeout cancels the app, secrets stay out of the logs."""
+
+import sys
+from pathlib import Path
+from typing import Dict, List, Optional
+
+import dagster as dg
+import pytest
+
+from anylaunch.runner import get_runner
+from anylaunch.specs import AppDef, AppState, AppStatus, Role
+from dagster_anylaunch import (
+    AnylaunchOpConfig,
+    AnylaunchResource,
+    anylaunch_op,
+    build_anylaunch_asset,
+    build_anylaunch_op,
+)
+
+FAST = AnylaunchResource(poll_interval_s=0.2)
+
+
+def python_app(
+    name: str, code: str, num_replicas: int = 1, env: Optional[Dict[str, str]] = None
+) -> AppDef:
+    role = Role(
+        "main",
+        image=".",
+        entrypoint=sys.executable,
+        args=["-c", code],
+        num_replicas=num_replicas,
+        env=dict(env or {}),
+    )
+    return AppDef(name, [role])
+
+
+def one_op_job(op_def: dg.OpDefinition, resource: object = FAST) -> dg.JobDefinition:
+    @dg.job(name=f"{op_def.name}_job", resource_defs={"anylaunch": resource})
+    def _job() -> None:
+        op_def()
+
+    return _job
+
+
+def entries_with(instance: dg.DagsterInstance, run_id: str, text: str) -> List[dg.EventLogEntry]:
+    return [
+        e for e in instance.all_logs(run_id) if e.dagster_event is None and text in e.user_message
+    ]
+
+
+STREAMING_APP = """\
+import os, time
+print("early line", flush=True)
+time.sleep(1.5)
+print("late line", flush=True)
+"""
+
+
+def test_op_streams_the_apps_lines_into_the_run_log_as_they_are_written(
+    instance: dg.DagsterInstance, launched_apps, user_logs
+) -> None:
+    op_def = build_anylaunch_op("stream", python_app("stream", STREAMING_APP, num_replicas=2))
+    result = one_op_job(op_def).execute_in_process(instance=instance)
+
+    assert result.success
+    (app,) = launched_apps()
+    status = result.output_for_node("stream")
+    assert isinstance(status, AppStatus) and status.state == AppState.SUCCEEDED
+    logs = user_logs(instance, result.run_id)
+    for k in (0, 1):
+        early = entries_with(instance, result.run_id, f"main/{k} early line")
+        late = entries_with(instance, result.run_id, f"main/{k} late line")
+        assert len(early) == 1 and len(late) == 1, logs
+        # logged while the app ran, not collected at its end
+        assert late[0].timestamp - early[0].timestamp >= 1.0
+    launched_at = next(i for i, m in enumerate(logs) if m.startswith(f"launched {app.app_handle}"))
+    request_at = next(
+        i for i, m in enumerate(logs) if "anylaunch request for scheduler local_cwd" in m
+    )
+    first_line_at = next(i for i, m in enumerate(logs) if "main/0 early line" in m)
+    assert request_at < launched_at < first_line_at
+    # the handle is on the output and in a run tag (visible in the UI while the app runs)
+    (output,) = [e for e in result.all_events if e.event_type_value == "STEP_OUTPUT"]
+    metadata = output.step_output_data.metadata
+    assert metadata["handle"].value == app.app_handle
+    assert metadata["final_state"].value == "SUCCEEDED"
+    assert isinstance(metadata["ui_url"], dg.UrlMetadataValue)
+    assert result.dagster_run.run_id == result.run_id
+    run = instance.get_run_by_id(result.run_id)
+    assert run is not None and run.tags["anylaunch/stream"] == app.app_handle
+
+
+def test_anylaunch_op_launches_the_component_its_config_names(
+    instance: dg.DagsterInstance, launched_apps, user_logs
+) -> None:
+    config = AnylaunchOpConfig(
+        component="utils.echo", component_args=["--msg", "hello from config"]
+    )
+    result = one_op_job(anylaunch_op).execute_in_process(
+        instance=instance, run_config=dg.RunConfig(ops={"anylaunch_op": config})
+    )
+    assert result.success
+    (app,) = launched_apps()
+    assert app.name == "echo" and app.state == AppState.SUCCEEDED
+    assert "echo/0 hello from config" in user_logs(instance, result.run_id)
+
+
+FAILING_APP = """\
+import sys
+for i in range(80):
+    print(f"working {i}", flush=True)
+print("about to fail", flush=True)
+sys.exit(3)
+"""
+
+
+def test_a_failing_app_fails_the_step_with_metadata(
+    instance: dg.DagsterInstance, launched_apps
+) -> None:
+    op_def = build_anylaunch_op("doomed", python_app("doomed", FAILING_APP))
+    result = one_op_job(op_def).execute_in_process(instance=instance, raise_on_error=False)
+
+    assert not result.success
+    (app,) = launched_apps()
+    assert app.state == AppState.FAILED
+    failure = result.failure_data_for_node("doomed")
+    assert failure is not None and failure.user_failure_data is not None
+    assert app.app_handle in (failure.user_failure_data.description or "")
+    metadata = failure.user_failure_data.metadata
+    assert metadata["handle"].value == app.app_handle
+    assert metadata["final_state"].value == "FAILED"
+    assert isinstance(metadata["ui_url"], dg.UrlMetadataValue)
+    assert metadata["ui_url"].value.startswith("file://")
+    assert "3" in metadata["error"].value  # the exit code
+    tail = metadata["last_log_lines"].value.splitlines()
+    assert tail[-1] == "main/0 about to fail"
+    assert len(tail) == FAST.log_tail_lines  # the last lines, not all 81
+
+
+def test_the_asset_factory_materializes_with_handle_state_url_and_duration(
+    launched_apps,
+) -> None:
+    asset_def = build_anylaunch_asset(
+        "greeting", component="utils.echo", component_args=["--msg", "hi"], group_name="demo"
+    )
+    result = dg.materialize([asset_def], resources={"anylaunch": FAST})
+
+    assert result.success
+    (app,) = launched_apps()
+    (materialization,) = result.asset_materializations_for_node("greeting")
+    metadata = materialization.metadata
+    assert metadata["handle"].value == app.app_handle
+    assert metadata["final_state"].value == "SUCCEEDED"
+    assert isinstance(metadata["ui_url"], dg.UrlMetadataValue)
+    assert 0 < metadata["duration_s"].value < 60
+    assert metadata["reattached"].value is False
+
+
+def test_a_failing_asset_fails_with_metadata(launched_apps) -> None:
+    asset_def = build_anylaunch_asset("broken", python_app("broken", FAILING_APP))
+    result = dg.materialize([asset_def], resources={"anylaunch": FAST}, raise_on_error=False)
+    assert not result.success
+    (app,) = launched_apps()
+    failure = result.failure_data_for_node("broken")
+    assert failure is not None and failure.user_failure_data is not None
+    assert failure.user_failure_data.metadata["handle"].value == app.app_handle
+
+
+def test_a_run_timeout_cancels_the_app_and_fails_the_step(
+    instance: dg.DagsterInstance, launched_apps
+) -> None:
+    resource = AnylaunchResource(poll_interval_s=0.2, run_timeout_s=1)
+    op_def = build_anylaunch_op("sleepy", python_app("sleepy", "import time; time.sleep(120)"))
+    result = one_op_job(op_def, resource).execute_in_process(
+        instance=instance, raise_on_error=False
+    )
+    assert not result.success
+    (app,) = launched_apps()
+    assert app.state == AppState.CANCELLED  # cancelled before the step ended
+    failure = result.failure_data_for_node("sleepy")
+    assert failure is not None and failure.user_failure_data is not None
+    assert "did not finish within 1s" in (failure.user_failure_data.description or "")
+    assert "run_timeout_s" in (failure.user_failure_data.description or "")
+
+
+SECRET_APP = """\
+import os, sys
+print("token:", os.environ["API_TOKEN"], flush=True)
+open(sys.argv[1], "w").write(os.environ["API_TOKEN"] + " " + os.environ["PLAIN"])
+"""
+
+
+def test_secret_env_reaches_the_app_but_never_the_logs(
+    tmp_path: Path, instance: dg.DagsterInstance, monkeypatch: pytest.MonkeyPatch, user_logs
+) -> None:
+    secret = "hunter2-very-secret"
+    monkeypatch.setenv("TEST_API_TOKEN", secret)
+    seen = tmp_path / "seen"
+    app = python_app("secretive", SECRET_APP)
+    app.roles[0].args.append(str(seen))
+    resource = AnylaunchResource(
+        poll_interval_s=0.2,
+        env={"PLAIN": "visible"},
+        secret_env={"API_TOKEN": dg.EnvVar("TEST_API_TOKEN")},
+    )
+    result = one_op_job(build_anylaunch_op("secretive", app), resource).execute_in_process(
+        instance=instance
+    )
+    assert result.success
+    assert seen.read_text() == f"{secret} visible"
+    logs = "\n".join(user_logs(instance, result.run_id))
+    assert "main/0 token: ***" in logs
+    assert secret not in logs
+
+
+def test_the_scheduler_can_come_from_an_env_var(
+    instance: dg.DagsterInstance, monkeypatch: pytest.MonkeyPatch, launched_apps
+) -> None:
+    monkeypatch.setenv("TEST_ANYLAUNCH_SCHEDULER", "local_cwd")
+    resource = AnylaunchResource(
+        scheduler=dg.EnvVar("TEST_ANYLAUNCH_SCHEDULER"), poll_interval_s=0.2
+    )
+    op_def = build_anylaunch_op("from_env", component="utils.echo")
+    assert one_op_job(op_def, resource).execute_in_process(instance=instance).success
+    assert len(launched_apps()) == 1
+
+
+# --- bad config fails clearly, launches nothing and is not retried --------------------------
+
+
+@pytest.mark.parametrize(
+    ("config", "expected"),
+    [
+        (
+            AnylaunchOpConfig(component="utils.echo", scheduler="lokal_cwd"),
+            "Did you mean 'local_cwd'?",
+        ),
+        (AnylaunchOpConfig(component="utils.echo", cfg={"log_dirr": "/tmp"}), "log_dir"),
+        (AnylaunchOpConfig(), "component=None is invalid: there is no app to launch"),
+        (AnylaunchOpConfig(component="utils.echo", component_args=["--nope"]), "--nope"),
+        (AnylaunchOpConfig(component="utils.no_such_component"), "no_such_component"),
+    ],
+    ids=[
+        "unknown-scheduler",
+        "unknown-run-option",
+        "no-app",
+        "bad-component-args",
+        "unknown-component",
+    ],
+)
+def test_bad_op_config_fails_the_step_clearly_without_launching_or_retrying(
+    config: AnylaunchOpConfig, expected: str, instance: dg.DagsterInstance, launched_apps
+) -> None:
+    op_def = build_anylaunch_op("configured", retry_policy=dg.RetryPolicy(max_retries=2))
+    result = one_op_job(op_def).execute_in_process(
+        instance=instance,
+        run_config=dg.RunConfig(ops={"configured": config}),
+        raise_on_error=False,
+    )
+    assert not result.success
+    failure = result.failure_data_for_node("configured")
+    assert failure is not None and failure.user_failure_data is not None
+    assert expected in (failure.user_failure_data.description or "")
+    assert launched_apps() == []
+    assert not [e for e in result.all_events if e.event_type_value == "STEP_UP_FOR_RETRY"]
+
+
+def test_config_of_the_wrong_shape_is_rejected_before_the_run(
+    instance: dg.DagsterInstance, launched_apps
+) -> None:
+    run_config = {"ops": {"anylaunch_op": {"config": {"component_args": "--msg hi"}}}}
+    with pytest.raises(dg.DagsterInvalidConfigError, match="component_args"):
+        one_op_job(anylaunch_op).execute_in_process(instance=instance, run_config=run_config)
+    assert launched_apps() == []
+
+
+def test_a_resource_that_is_not_an_anylaunch_resource_fails_clearly(
+    instance: dg.DagsterInstance,
+) -> None:
+    op_def = build_anylaunch_op("misconfigured", component="utils.echo")
+    result = one_op_job(
+        op_def, resource=dg.ResourceDefinition.hardcoded_resource("nope")
+    ).execute_in_process(instance=instance, raise_on_error=False)
+    failure = result.failure_data_for_node("misconfigured")
+    assert failure is not None and failure.user_failure_data is not None
+    assert "must be an AnylaunchResource" in (failure.user_failure_data.description or "")
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "field"),
+    [
+        ({"poll_interval_s": 0}, "poll_interval_s"),
+        ({"startup_timeout_s": -1}, "startup_timeout_s"),
+        ({"run_timeout_s": float("nan")}, "run_timeout_s"),
+        ({"cancel_timeout_s": 0}, "cancel_timeout_s"),
+        ({"log_tail_lines": -1}, "log_tail_lines"),
+        ({"scheduler": "lokal_cwd"}, "Did you mean 'local_cwd'"),
+    ],
+)
+def test_bad_resource_settings_fail_naming_the_field(kwargs: dict, field: str) -> None:
+    with pytest.raises(ValueError, match=field):
+        AnylaunchResource(**kwargs)
+
+
+def test_bad_resource_run_config_fails_the_run_naming_the_field(
+    instance: dg.DagsterInstance,
+) -> None:
+    job = one_op_job(anylaunch_op, AnylaunchResource.configure_at_launch())
+    result = job.execute_in_process(
+        instance=instance,
+        run_config={"resources": {"anylaunch": {"config": {"poll_interval_s": -5}}}},
+        raise_on_error=False,
+    )
+    assert not result.success
+    (init_failure,) = [
+        e.dagster_event
+        for e in instance.all_logs(result.run_id)
+        if e.dagster_event is not None
+        and e.dagster_event.event_type_value == "RESOURCE_INIT_FAILURE"
+    ]
+    assert "poll_interval_s=-5.0 is invalid" in init_failure.event_specific_data.error.message
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "field"),
+    [
+        ({"app": "utils.echo"}, "app"),
+        (
+            {
+                "component": "utils.echo",
+                "app": AppDef("a", [Role("r", image=".", entrypoint="true")]),
+            },
+            "app/component",
+        ),
+        ({"component_args": ["--msg", "hi"]}, "component_args"),
+        ({"component": "utils.echo", "component_args": "--msg hi"}, "component_args"),
+        ({"component": "utils.echo", "resource_key": "not a key"}, "resource_key"),
+    ],
+)
+def test_the_factories_reject_bad_arguments_naming_the_field(kwargs: dict, field: str) -> None:
+    from anylaunch.specs import InvalidSpecError
+
+    for factory in (build_anylaunch_op, build_anylaunch_asset):
+        with pytest.raises(InvalidSpecError, match=f"^{field}="):
+            factory("x", **kwargs)
+
+
+def test_a_custom_resource_key(instance: dg.DagsterInstance, launched_apps) -> None:
+    op_def = build_anylaunch_op(
+        "keyed",
+        component="utils.echo",
+        component_args=["--msg", "keyed"],
+        resource_key="gpu_cluster",
+    )
+
+    @dg.job(resource_defs={"gpu_cluster": FAST})
+    def keyed_job() -> None:
+        op_def()
+
+    assert keyed_job.execute_in_process(instance=instance).success
+    assert len(launched_apps()) == 1
+
+
+def test_the_resource_methods_one_at_a_time() -> None:
+    resource = AnylaunchResource(poll_interval_s=0.2, env={"GREETING": "hi"})
+    code = "import os, time; print(os.environ['GREETING'], flush=True); time.sleep(float(os.environ['S']))"
+    info = resource.dryrun(python_app("methods", code, env={"S": "0"}))
+    assert "GREETING=hi" in str(info)  # env reaches every role
+    handle = resource.launch(python_app("methods", code, env={"S": "0"}))
+    final = resource.wait(handle, timeout=60)
+    assert final is not None and final.state == AppState.SUCCEEDED
+    assert list(resource.log_lines(handle, "main")) == ["hi\n"]
+
+    long_running = resource.launch(python_app("methods", code, env={"S": "300"}))
+    status = resource.status(long_running)
+    assert status is not None and not status.is_terminal()
+    resource.cancel(long_running)
+    final = resource.wait(long_running, timeout=60)
+    assert final is not None and final.state == AppState.CANCELLED
+    with get_runner("dagster") as runner:
+        assert {a.app_handle for a in runner.list("local_cwd")} == {handle, long_running}
+
+
+def test_the_resource_launches_components_by_name() -> None:
+    resource = AnylaunchResource(poll_interval_s=0.2)
+    handle = resource.launch("utils.echo", ["--msg", "by name"])
+    assert handle.startswith("local_cwd://dagster/echo-")
+    resource.wait(handle, timeout=60)
+    assert list(resource.log_lines(handle, "echo")) == ["by name\n"]
