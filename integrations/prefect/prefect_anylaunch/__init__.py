@@ -1,4 +1,67 @@
 """anylaunch for Prefect: launch, watch, stream logs from and cancel anylaunch apps.
 
-Filled in by the Prefect integration; importing it stays cheap.
+Blocks (registered by ``prefect block register -m prefect_anylaunch``, and automatically
+through the ``prefect.collections`` entry point): :class:`AnylaunchJob`, whose ``trigger()``
+returns an :class:`AnylaunchJobRun`, and :class:`AnylaunchSchedulerSettings`. Tasks:
+:func:`launch_app`, :func:`wait_for_app`, :func:`cancel_app`, :func:`get_app_logs`. Flow:
+:func:`run_app`, with the hook :func:`cancel_launched_apps` for your own flows.
+
+Importing it imports Prefect's block machinery and the anylaunch core, and no backend SDK.
+The tasks and the flow are created on first access: Prefect builds a flow's parameter
+schema when the flow is defined, which would cost every Prefect process that loads this
+collection ~0.2 s.
+
+>>> import prefect_anylaunch
+>>> prefect_anylaunch.AnylaunchJob.get_block_type_slug()
+'anylaunch-job'
 """
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from prefect_anylaunch.blocks import AnylaunchJob, AnylaunchJobRun, AnylaunchSchedulerSettings
+from prefect_anylaunch.errors import AnylaunchAppFailedError, AnylaunchAppTimeoutError
+
+if TYPE_CHECKING:
+    from prefect_anylaunch.flows import cancel_launched_apps, run_app
+    from prefect_anylaunch.tasks import (
+        cancel_app,
+        get_app_logs,
+        launch_app,
+        stop_app,
+        wait_for_app,
+    )
+
+_LAZY = {
+    "cancel_launched_apps": "prefect_anylaunch.flows",
+    "run_app": "prefect_anylaunch.flows",
+    "cancel_app": "prefect_anylaunch.tasks",
+    "get_app_logs": "prefect_anylaunch.tasks",
+    "launch_app": "prefect_anylaunch.tasks",
+    "stop_app": "prefect_anylaunch.tasks",
+    "wait_for_app": "prefect_anylaunch.tasks",
+}
+
+__all__ = [
+    "AnylaunchAppFailedError",
+    "AnylaunchAppTimeoutError",
+    "AnylaunchJob",
+    "AnylaunchJobRun",
+    "AnylaunchSchedulerSettings",
+    "cancel_app",
+    "cancel_launched_apps",
+    "get_app_logs",
+    "launch_app",
+    "run_app",
+    "stop_app",
+    "wait_for_app",
+]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'prefect_anylaunch' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value

@@ -1,0 +1,527 @@
+"""Prefect blocks: ``AnylaunchJob`` (what to launch, where, and how to watch it), its
+``AnylaunchJobRun``, and ``AnylaunchSchedulerSettings`` (a scheduler and its run options,
+secrets included, shared by many jobs).
+
+Everything scheduler-specific happens in :class:`anylaunch.runner.Runner`; these are thin
+adapters that add Prefect's run logger, artifacts and flow-run labels.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from prefect._internal.compatibility.async_dispatch import async_dispatch
+from prefect.blocks.abstract import JobBlock, JobRun
+from prefect.blocks.core import Block
+from prefect.types import SecretDict
+from prefect.utilities.asyncutils import run_sync_in_worker_thread
+from pydantic import Field, field_validator, model_validator
+
+from anylaunch.runner import Runner, get_runner
+from anylaunch.specs.api import AppDef, AppDryRunInfo, AppHandle, AppStatus, parse_app_handle
+from anylaunch.specs.errors import InvalidSpecError, UnknownAppException, did_you_mean
+from prefect_anylaunch import _prefect
+from prefect_anylaunch._watch import Redactor, Waiter, replica_rows
+from prefect_anylaunch.appdef import appdef_from_data, appdef_to_dict
+
+__all__ = ["AnylaunchJob", "AnylaunchJobRun", "AnylaunchSchedulerSettings"]
+
+_DEFAULT_SESSION = "anylaunch"
+
+
+class AnylaunchSchedulerSettings(Block):
+    """A scheduler and its run options (cfg), shared by many Anylaunch jobs. Secret run
+    options and secret environment variables are stored as secrets: masked in the UI, in
+    logs and in dryrun artifacts.
+
+    Example:
+        ```python
+        from prefect_anylaunch import AnylaunchSchedulerSettings
+
+        AnylaunchSchedulerSettings(
+            scheduler="kubernetes", cfg={"namespace": "ml"}, secret_env={"HF_TOKEN": "..."}
+        ).save("k8s-ml")
+        ```
+    """
+
+    _block_type_name = "Anylaunch Scheduler Settings"
+
+    scheduler: str = Field(
+        default="local_cwd",
+        description="Scheduler name (`anylaunch runopts` lists them), e.g. local_cwd, kubernetes.",
+    )
+    cfg: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Run options of the scheduler (`anylaunch runopts SCHEDULER`).",
+    )
+    # SecretDict (not dict[str, SecretStr]): the API masks every value under it
+    secret_cfg: SecretDict = Field(
+        default_factory=lambda: SecretDict({}),
+        description="Run options whose values are secrets (merged into cfg at launch).",
+    )
+    secret_env: SecretDict = Field(
+        default_factory=lambda: SecretDict({}),
+        description="Environment variables set in every role of every app, e.g. API tokens.",
+    )
+
+    @model_validator(mode="after")
+    def _check(self) -> AnylaunchSchedulerSettings:
+        if not isinstance(self.scheduler, str) or not self.scheduler.strip():
+            raise InvalidSpecError(
+                "AnylaunchSchedulerSettings.scheduler",
+                self.scheduler,
+                "must be a scheduler name",
+                "e.g. 'local_cwd'",
+            )
+        both = sorted(set(self.cfg) & set(self.secret_cfg.get_secret_value()))
+        if both:
+            raise InvalidSpecError(
+                "AnylaunchSchedulerSettings.secret_cfg",
+                both,
+                "these options are also in cfg",
+                "keep each option in cfg or in secret_cfg, not both",
+            )
+        for name, value in self.secret_env.get_secret_value().items():
+            if not name or "=" in name or "\x00" in name:
+                raise InvalidSpecError(
+                    "AnylaunchSchedulerSettings.secret_env",
+                    name,
+                    "is not an environment variable name",
+                    "use a name such as HF_TOKEN",
+                )
+            if not isinstance(value, str):
+                raise InvalidSpecError(  # never echo the value: it is a secret
+                    f"AnylaunchSchedulerSettings.secret_env[{name!r}]",
+                    f"<{type(value).__name__}>",
+                    "must be a str",
+                    "quote the value",
+                )
+        return self
+
+    def run_cfg(self) -> dict[str, Any]:
+        """cfg with the secret options revealed (what the scheduler is given)."""
+        return {**self.cfg, **self.secret_cfg.get_secret_value()}
+
+    def env(self) -> dict[str, str]:
+        """The secret environment variables, revealed (what every role is given)."""
+        return dict(self.secret_env.get_secret_value())
+
+    def secret_values(self) -> list[str]:
+        """Every secret value (they are masked wherever this package writes text)."""
+        values = [*self.secret_cfg.get_secret_value().values(), *self.env().values()]
+        return [str(v) for v in values if isinstance(v, (str, int, float))]
+
+
+class AnylaunchJob(JobBlock[dict[str, Any]]):
+    """An anylaunch app to launch (a component with its arguments, or an AppDef), where to
+    launch it (scheduler, cfg, settings block) and how to watch it (poll interval, startup
+    and run timeouts, which logs to stream into the Prefect run log).
+
+    ``trigger()`` dry-runs then schedules the app and returns an ``AnylaunchJobRun``.
+
+    Example:
+        ```python
+        from prefect_anylaunch import AnylaunchJob
+
+        job = AnylaunchJob(component="utils.echo", component_args={"msg": "hi"})
+        run = job.trigger()
+        run.wait_for_completion()
+        print(run.fetch_result()["state"])
+        ```
+    """
+
+    _block_type_name = "Anylaunch Job"
+
+    component: str | None = Field(
+        default=None,
+        description="Component to launch: a built-in (utils.echo), a plugin or path/file.py:fn.",
+    )
+    component_args: dict[str, Any] | list[str] = Field(
+        default_factory=dict,
+        description="The component's arguments: {param: value}, or as on the command line.",
+    )
+    app: dict[str, Any] | str | None = Field(
+        default=None,
+        description="An AppDef as a dict or YAML text (as `anylaunch describe` prints), "
+        "instead of a component.",
+    )
+    scheduler: str | None = Field(
+        default=None,
+        description="Scheduler name; default: the settings block's, else local_cwd.",
+    )
+    settings: AnylaunchSchedulerSettings | None = Field(
+        default=None, description="Scheduler settings shared by several jobs."
+    )
+    cfg: dict[str, Any] = Field(
+        default_factory=dict, description="Run options; they override the settings block's."
+    )
+    workspace: str | None = Field(
+        default=None,
+        description="Overrides the first role's workspace (a path); empty string: none.",
+    )
+    session_name: str = Field(
+        default=_DEFAULT_SESSION, description="Session name in the app handles."
+    )
+    poll_interval_s: float = Field(
+        default=5.0, gt=0, description="Longest pause between status polls (seconds)."
+    )
+    startup_timeout_s: float | None = Field(
+        default=None,
+        gt=0,
+        description="Fail (and cancel) if the app is not running this many seconds after "
+        "the wait begins.",
+    )
+    run_timeout_s: float | None = Field(
+        default=None,
+        gt=0,
+        description="Fail (and cancel) if the app runs longer than this many seconds.",
+    )
+    cancel_on_timeout: bool = Field(
+        default=True, description="Cancel the app when a startup or run timeout expires."
+    )
+    stream_logs: bool = Field(
+        default=True, description="Copy the app's log lines into the Prefect run log."
+    )
+    log_roles: list[str] | None = Field(
+        default=None, description="Roles whose logs are streamed (default: all)."
+    )
+    log_stream: Literal["combined", "stdout", "stderr"] = Field(
+        default="combined", description="Which output of each replica is streamed."
+    )
+    create_artifacts: bool = Field(
+        default=True,
+        description="Create the dryrun, UI link and replica-state artifacts.",
+    )
+
+    @field_validator("app", mode="before")
+    @classmethod
+    def _app_as_data(cls, value: object) -> object:
+        # an AppDef is stored in its plain-data form (a block field must be JSON)
+        return appdef_to_dict(value) if isinstance(value, AppDef) else value
+
+    @model_validator(mode="after")
+    def _check(self) -> AnylaunchJob:
+        if self.component is not None and self.app is not None:
+            raise InvalidSpecError(
+                "AnylaunchJob.app",
+                "<set>",
+                "component and app are both set",
+                "set only one: a component (with component_args) or an AppDef",
+            )
+        if self.component is not None and (
+            not isinstance(self.component, str) or not self.component.strip()
+        ):
+            raise InvalidSpecError(
+                "AnylaunchJob.component", self.component, "must be a name", "e.g. 'utils.echo'"
+            )
+        if self.app is not None:
+            appdef_from_data(self.app)  # fail now, not at launch
+        if (
+            self.settings is not None
+            and self.scheduler is not None
+            and self.scheduler != self.settings.scheduler
+        ):
+            raise InvalidSpecError(
+                "AnylaunchJob.scheduler",
+                self.scheduler,
+                f"differs from the settings block's scheduler {self.settings.scheduler!r}",
+                "leave scheduler unset to use the settings block's, or drop the settings",
+            )
+        return self
+
+    # --- what gets launched (no side effects) ------------------------------------------
+
+    def runner(self) -> Runner:
+        """A new Runner for this job's session (close it, or use it in a ``with`` block)."""
+        return get_runner(self.session_name)
+
+    def scheduler_name(self) -> str:
+        """The scheduler the app is launched on."""
+        if self.scheduler is not None:
+            return self.scheduler
+        if self.settings is not None:
+            return self.settings.scheduler
+        from anylaunch.schedulers import get_default_scheduler_name
+
+        return get_default_scheduler_name()
+
+    def run_cfg(self) -> dict[str, Any]:
+        """The run options given to the scheduler (secrets revealed: never log this)."""
+        base = self.settings.run_cfg() if self.settings is not None else {}
+        return {**base, **self.cfg}
+
+    def redactor(self) -> Redactor:
+        """Masks this job's secret values."""
+        return Redactor(self.settings.secret_values() if self.settings is not None else [])
+
+    def build_app(self) -> AppDef:
+        """The AppDef to launch: the ``app`` field, or the component called with its
+        arguments; secret env vars of the settings block are set in every role.
+
+        Raises:
+            InvalidSpecError: nothing to launch, an unknown component (with a did-you-mean),
+                bad component arguments, or ``log_roles`` naming a role the app lacks.
+        """
+        if self.app is not None:
+            app = appdef_from_data(self.app)
+        elif self.component is not None:
+            app = self._materialize(self.component)
+        else:
+            raise InvalidSpecError(
+                "AnylaunchJob.component",
+                None,
+                "nothing to launch",
+                "set component (e.g. 'utils.echo') with component_args, or app (an AppDef)",
+            )
+        roles = [role.name for role in app.roles]
+        for name in self.log_roles or []:
+            if name not in roles:
+                hint = did_you_mean(name, roles).strip()
+                raise InvalidSpecError(
+                    "AnylaunchJob.log_roles",
+                    name,
+                    f"app {app.name!r} has no such role",
+                    f"{hint + ' ' if hint else ''}(roles: {', '.join(roles)})",
+                )
+        if self.settings is not None:
+            for role in app.roles:
+                role.env.update(self.settings.env())
+        return app
+
+    def _materialize(self, component: str) -> AppDef:
+        from anylaunch.components import get_component
+        from anylaunch.runner.api import _component_cli_args
+        from anylaunch.runner.config import get_configs
+        from anylaunch.specs.builders import materialize_appdef
+
+        fn = get_component(component).fn
+        args = self.component_args
+        cli_args = _component_cli_args(fn, args) if isinstance(args, Mapping) else list(args)
+        return materialize_appdef(fn, cli_args, get_configs("component", component) or None)
+
+    def dryrun(self, runner: Runner | None = None) -> AppDryRunInfo[Any]:
+        """The scheduler request ``trigger()`` would submit; submits nothing.
+
+        Raises:
+            UnknownSchedulerException, InvalidRunConfigException, InvalidSpecError: bad input
+                (everything is checked here, before anything is launched)
+        """
+        if runner is None:
+            with self.runner() as own:
+                return self.dryrun(own)
+        return runner.dryrun(
+            self.build_app(),
+            self.scheduler_name(),
+            self.run_cfg(),
+            self.workspace,
+            parent_run_id=_prefect.current_flow_run_id(),
+        )
+
+    def dryrun_markdown(self, info: AppDryRunInfo[Any]) -> str:
+        """The dryrun as markdown, secret values masked."""
+        app = info._app
+        name = app.name if app is not None else "app"
+        redact = self.redactor()
+        request = redact(str(info)).replace("```", "'''")
+        cfg = redact(", ".join(f"{k}={v}" for k, v in sorted(self.run_cfg().items())))
+        return (
+            f"### anylaunch request: `{name}` on `{self.scheduler_name()}`\n\n"
+            f"session `{self.session_name}`; cfg: `{cfg or '(defaults)'}`\n\n"
+            f"```\n{request}\n```\n"
+        )
+
+    # --- launch ------------------------------------------------------------------------
+
+    def attach(self, app_handle: AppHandle) -> AnylaunchJobRun:
+        """An ``AnylaunchJobRun`` for an app launched before (e.g. by another task run),
+        watched with this job's settings."""
+        name = appdef_from_data(self.app).name if self.app is not None else None
+        return AnylaunchJobRun(self, app_handle, app_name=name)
+
+    async def atrigger(self) -> AnylaunchJobRun:
+        """Async :meth:`trigger`."""
+        return await run_sync_in_worker_thread(self._trigger)
+
+    @async_dispatch(atrigger)
+    def trigger(self) -> AnylaunchJobRun:  # type: ignore[override]
+        """Dry-runs the app (a markdown artifact shows the request), schedules it, labels
+        the flow run with its handle and links its UI; returns the run to watch.
+
+        Raises:
+            InvalidSpecError (and subclasses): bad input; nothing was launched
+        """
+        return self._trigger()
+
+    def _trigger(self) -> AnylaunchJobRun:
+        with self.runner() as runner:
+            info = self.dryrun(runner)
+            app_name = info._app.name if info._app is not None else "app"
+            if self.create_artifacts:
+                _prefect.create_artifact(
+                    "markdown",
+                    markdown=self.dryrun_markdown(info),
+                    key=_prefect.artifact_key(app_name, "request"),
+                    description=f"anylaunch dryrun of {app_name}",
+                )
+            handle = runner.schedule(info)
+            try:
+                self.logger.info("launched %s", handle)
+                _prefect.remember_launch(handle)
+                if self.create_artifacts:
+                    status = runner.status(handle)
+                    if status is not None and status.ui_url:
+                        _prefect.create_artifact(
+                            "link",
+                            link=self.redactor()(status.ui_url),
+                            link_text=handle,
+                            key=_prefect.artifact_key(app_name, "link"),
+                            description=f"where to follow {handle}",
+                        )
+            except BaseException:
+                # interrupted between launch and handing the handle over: nobody could
+                # cancel the app later, so do it now
+                runner.cancel(handle)
+                raise
+        return AnylaunchJobRun(self, handle, app_name=app_name)
+
+
+class AnylaunchJobRun(JobRun[dict[str, Any]]):
+    """A launched app: wait for it (its log lines stream into the run log), read its
+    status, fetch its final status as a dict, or cancel it.
+
+    Args:
+        job: the job whose watch settings apply (poll interval, timeouts, logs)
+        app_handle: the app, ``{scheduler}://{session}/{app_id}``
+        app_name: the app's name, for artifact keys (default: the app id)
+    """
+
+    def __init__(
+        self, job: AnylaunchJob, app_handle: AppHandle, app_name: str | None = None
+    ) -> None:
+        parse_app_handle(app_handle)  # MalformedAppHandleException names the fix
+        if not isinstance(job, AnylaunchJob):
+            raise InvalidSpecError(
+                "job", type(job).__name__, "must be an AnylaunchJob", "pass AnylaunchJob(...)"
+            )
+        self.job = job
+        self.app_handle = app_handle
+        self.app_name = app_name or parse_app_handle(app_handle).app_id
+        self.final_status: AppStatus | None = None
+
+    def __repr__(self) -> str:
+        return f"AnylaunchJobRun({self.app_handle!r})"
+
+    # --- wait ----------------------------------------------------------------------------
+
+    def _waiter(self, runner: Runner) -> Waiter:
+        job = self.job
+        return Waiter(
+            runner,
+            self.app_handle,
+            self.logger,
+            poll_interval_s=job.poll_interval_s,
+            startup_timeout_s=job.startup_timeout_s,
+            run_timeout_s=job.run_timeout_s,
+            cancel_on_timeout=job.cancel_on_timeout,
+            log_roles=job.log_roles if job.stream_logs else [],
+            log_stream=job.log_stream,
+            redact=job.redactor(),
+        )
+
+    def _ended(self, waiter: Waiter) -> AppStatus:
+        status = waiter.status
+        self.final_status = status
+        if status is not None and self.job.create_artifacts:
+            _prefect.create_artifact(
+                "table",
+                table=replica_rows(status),
+                key=_prefect.artifact_key(self.app_name, "replicas"),
+                description=f"replicas of {self.app_handle}: {status.state.name}",
+            )
+        return waiter.raise_unless_succeeded()
+
+    async def await_for_completion(self) -> None:
+        """Async :meth:`wait_for_completion`."""
+        with self.job.runner() as runner:
+            waiter = self._waiter(runner)
+            try:
+                while (delay := await run_sync_in_worker_thread(waiter.step)) is not None:
+                    await waiter.apause(delay)
+                await waiter.adrain()
+            finally:
+                waiter.close()
+        await run_sync_in_worker_thread(self._ended, waiter)
+
+    @async_dispatch(await_for_completion)
+    def wait_for_completion(self) -> None:  # type: ignore[override]
+        """Waits for the app to end, streaming its log lines into the run logger.
+
+        Raises:
+            AnylaunchAppFailedError: the app ended FAILED or CANCELLED (with its message)
+            AnylaunchAppTimeoutError: the startup or run timeout expired (the app is
+                cancelled unless ``cancel_on_timeout`` is off)
+            UnknownAppException: the scheduler does not know the app
+        """
+        self._wait()
+
+    def _wait(self) -> AppStatus:
+        with self.job.runner() as runner:
+            waiter = self._waiter(runner)
+            try:
+                while (delay := waiter.step()) is not None:
+                    waiter.pause(delay)
+                waiter.drain()
+            finally:
+                waiter.close()
+        return self._ended(waiter)
+
+    # --- status, result, cancel ----------------------------------------------------------
+
+    def _status(self) -> AppStatus:
+        with self.job.runner() as runner:
+            status = runner.status(self.app_handle)
+        if status is None:
+            raise UnknownAppException(self.app_handle)
+        return status
+
+    async def astatus(self) -> AppStatus:
+        """Async :meth:`status`."""
+        return await run_sync_in_worker_thread(self._status)
+
+    @async_dispatch(astatus)
+    def status(self) -> AppStatus:
+        """The app's current status.
+
+        Raises:
+            UnknownAppException: the scheduler does not know the app
+        """
+        return self._status()
+
+    def _fetch_result(self) -> dict[str, Any]:
+        status = self._status()
+        return {"app_handle": self.app_handle, **status.to_dict()}
+
+    async def afetch_result(self) -> dict[str, Any]:
+        """Async :meth:`fetch_result`."""
+        return await run_sync_in_worker_thread(self._fetch_result)
+
+    @async_dispatch(afetch_result)
+    def fetch_result(self) -> dict[str, Any]:  # type: ignore[override]
+        """The app's status as a dict (``app_handle``, ``state``, ``msg``, ``roles``, ...):
+        the final status once the app has ended."""
+        return self._fetch_result()
+
+    def _cancel(self) -> None:
+        with self.job.runner() as runner:
+            runner.cancel(self.app_handle)
+        self.logger.info("requested cancellation of %s", self.app_handle)
+
+    async def acancel(self) -> None:
+        """Async :meth:`cancel`."""
+        await run_sync_in_worker_thread(self._cancel)
+
+    @async_dispatch(acancel)
+    def cancel(self) -> None:
+        """Asks the scheduler to stop the app (returns at once; a no-op once it ended)."""
+        self._cancel()

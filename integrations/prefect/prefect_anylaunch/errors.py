@@ -1,0 +1,63 @@
+"""Errors raised when a launched app does not succeed in time (bad input raises
+:class:`anylaunch.specs.errors.InvalidSpecError` and its subclasses instead)."""
+
+from __future__ import annotations
+
+from anylaunch.specs.api import AppHandle, AppState, AppStatus
+from anylaunch.specs.errors import AnylaunchError
+
+__all__ = ["AnylaunchAppFailedError", "AnylaunchAppTimeoutError"]
+
+
+class AnylaunchAppFailedError(AnylaunchError, RuntimeError):
+    """The app ended FAILED or CANCELLED; the message carries the app's own message.
+
+    >>> status = AppStatus(AppState.FAILED, msg="replica w/0 exited with code 3")
+    >>> print(AnylaunchAppFailedError("local_cwd://s/x-1", status, "last stderr: boom"))
+    app local_cwd://s/x-1 ended FAILED: replica w/0 exited with code 3; last stderr: boom
+    """
+
+    def __init__(self, app_handle: AppHandle, status: AppStatus, detail: str = "") -> None:
+        self.app_handle = app_handle
+        self.status = status
+        parts = [p for p in (status.msg, detail) if p]
+        message = f"app {app_handle} ended {status.state.name}"
+        super().__init__(message + (": " + "; ".join(parts) if parts else ""))
+
+
+class AnylaunchAppTimeoutError(AnylaunchError, TimeoutError):
+    """The app did not start (``startup``) or finish (``run``) within its timeout.
+
+    >>> print(AnylaunchAppTimeoutError("local_cwd://s/x-1", "run", 60, AppState.RUNNING, True))
+    app local_cwd://s/x-1 did not finish within 60s of running (last state: RUNNING); it was cancelled. Fix: raise run_timeout_s, or make the app faster
+    """
+
+    def __init__(
+        self,
+        app_handle: AppHandle,
+        which: str,
+        timeout_s: float,
+        last_state: AppState,
+        cancelled: bool,
+    ) -> None:
+        self.app_handle = app_handle
+        self.which = which
+        self.timeout_s = timeout_s
+        self.last_state = last_state
+        self.cancelled = cancelled
+        what = "start" if which == "startup" else "finish"
+        since = "" if which == "startup" else " of running"
+        fate = (
+            "it was cancelled"
+            if cancelled
+            else f"it keeps running (cancel it with `anylaunch cancel {app_handle}`)"
+        )
+        fix = (
+            "raise startup_timeout_s, or check why the scheduler does not start it"
+            if which == "startup"
+            else "raise run_timeout_s, or make the app faster"
+        )
+        super().__init__(
+            f"app {app_handle} did not {what} within {timeout_s:g}s{since} "
+            f"(last state: {last_state.name}); {fate}. Fix: {fix}"
+        )

@@ -1,0 +1,182 @@
+"""Prefect tasks over the anylaunch lifecycle: launch, wait (stream logs), cancel, read logs.
+
+Launching and waiting are separate task runs: the handle is the launch task's result, so a
+retried wait attaches to the same app instead of launching another.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from typing import Any
+
+from prefect import get_run_logger, task
+from prefect.cache_policies import NO_CACHE
+from prefect.context import TaskRunContext
+
+from anylaunch.runner import AppWaitTimeoutError, get_runner
+from anylaunch.specs.api import AppHandle, AppStatus, parse_app_handle
+from anylaunch.specs.errors import InvalidSpecError
+from prefect_anylaunch import _prefect
+from prefect_anylaunch._watch import Redactor, replica_rows
+from prefect_anylaunch.blocks import AnylaunchJob
+
+__all__ = ["cancel_app", "get_app_logs", "launch_app", "stop_app", "wait_for_app"]
+
+_STREAMS = ("combined", "stdout", "stderr")
+
+
+def _check_job(job: object) -> AnylaunchJob:
+    if not isinstance(job, AnylaunchJob):
+        raise InvalidSpecError(
+            "job",
+            type(job).__name__,
+            "must be an AnylaunchJob block",
+            "pass AnylaunchJob(component=..., ...) or AnylaunchJob.load('name')",
+        )
+    return job
+
+
+def _check_seconds(name: str, value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
+        raise InvalidSpecError(name, value, "must be a number of seconds >= 0", "e.g. 30")
+    return float(value)
+
+
+# Launching has a side effect: never answer it from a cache, even with results persisted.
+@task(cache_policy=NO_CACHE)
+def launch_app(job: AnylaunchJob) -> AppHandle:
+    """Dry-runs and launches the job's app and returns its handle.
+
+    The flow run gets a label with the handle (cancel hooks find the app by it), a markdown
+    artifact shows the request, a link artifact the app's UI.
+
+    Raises:
+        InvalidSpecError (and subclasses): bad input; nothing was launched
+    """
+    return _check_job(job)._trigger().app_handle
+
+
+@task(cache_policy=NO_CACHE)
+def wait_for_app(app_handle: AppHandle, job: AnylaunchJob | None = None) -> dict[str, Any]:
+    """Waits for a launched app, streaming its logs into this task's log; returns its final
+    status as a dict. With ``retries``, a retry attaches to the same app.
+
+    Args:
+        app_handle: what ``launch_app`` returned
+        job: the watch settings (poll interval, timeouts, which logs); default: the defaults
+            of AnylaunchJob
+
+    Raises:
+        AnylaunchAppFailedError: the app ended FAILED or CANCELLED (with its message)
+        AnylaunchAppTimeoutError: a startup or run timeout of ``job`` expired
+    """
+    parse_app_handle(app_handle)
+    run = _check_job(job if job is not None else AnylaunchJob()).attach(app_handle)
+    ctx = TaskRunContext.get()
+    if ctx is not None and ctx.task_run.run_count > 1:
+        get_run_logger().info(
+            "attempt %d: attaching to %s (launched before)", ctx.task_run.run_count, app_handle
+        )
+    status = run._wait()
+    return {"app_handle": app_handle, **status.to_dict()}
+
+
+def stop_app(
+    app_handle: AppHandle,
+    wait_timeout_s: float = 30.0,
+    job: AnylaunchJob | None = None,
+    logger: logging.Logger | logging.LoggerAdapter[Any] | None = None,
+) -> AppStatus | None:
+    """Cancels the app unless it has ended, and waits up to ``wait_timeout_s`` for its end.
+    Returns its last status (None if the scheduler does not know it). Plain function: usable
+    in ``finally`` blocks and hooks, where a task cannot run.
+    """
+    job = job if job is not None else AnylaunchJob()
+    log = logger if logger is not None else logging.getLogger(__name__)
+    with job.runner() as runner:
+        status = runner.status(app_handle)
+        if status is None or status.is_terminal():
+            return status
+        log.warning("cancelling %s (it was %s)", app_handle, status.state.name)
+        runner.cancel(app_handle)
+        if wait_timeout_s <= 0:
+            return runner.status(app_handle)
+        try:
+            status = runner.wait(app_handle, wait_interval=1.0, timeout=wait_timeout_s)
+        except AppWaitTimeoutError:
+            log.warning("%s did not stop within %gs", app_handle, wait_timeout_s)
+            return runner.status(app_handle)
+    if status is not None:
+        log.info("%s ended %s", app_handle, status.state.name)
+        if job.create_artifacts:
+            _prefect.create_artifact(
+                "table",
+                table=replica_rows(status),
+                key=_prefect.artifact_key(job.attach(app_handle).app_name, "replicas"),
+                description=f"replicas of {app_handle}: {status.state.name}",
+            )
+    return status
+
+
+@task(cache_policy=NO_CACHE)
+def cancel_app(app_handle: AppHandle, wait_timeout_s: float = 30.0) -> dict[str, Any] | None:
+    """Cancels an app and waits up to ``wait_timeout_s`` seconds for it to end; returns its
+    last status as a dict (None if the scheduler does not know it). A no-op for an app that
+    has ended."""
+    parse_app_handle(app_handle)
+    wait = _check_seconds("wait_timeout_s", wait_timeout_s)
+    status = stop_app(app_handle, wait, logger=get_run_logger())
+    return None if status is None else {"app_handle": app_handle, **status.to_dict()}
+
+
+@task(cache_policy=NO_CACHE)
+def get_app_logs(
+    app_handle: AppHandle,
+    role_name: str | None = None,
+    k: int | None = None,
+    regex: str | None = None,
+    streams: str | None = None,
+    job: AnylaunchJob | None = None,
+) -> dict[str, list[str]]:
+    """The log lines the app has written so far, by ``role/replica``, secrets of ``job``
+    masked.
+
+    Args:
+        app_handle: the app
+        role_name: only this role (default: every role)
+        k: only this replica of ``role_name``
+        regex: only lines matching it
+        streams: "combined" (default), "stdout" or "stderr"
+        job: whose secrets are masked and whose session is used
+    """
+    from anylaunch.cli.cmd_log import find_replicas
+    from anylaunch.schedulers.api import Stream
+
+    parse_app_handle(app_handle)
+    if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 0):
+        raise InvalidSpecError("k", k, "must be a replica index >= 0", "e.g. k=0")
+    if k is not None and role_name is None:
+        raise InvalidSpecError("k", k, "needs role_name", "pass role_name with k")
+    if streams is not None and streams not in _STREAMS:
+        raise InvalidSpecError("streams", streams, "is not a stream", f"use one of {_STREAMS}")
+    if regex is not None:
+        try:
+            re.compile(regex)
+        except (re.error, TypeError) as e:
+            raise InvalidSpecError("regex", regex, f"is not a regex ({e})", "fix it") from None
+    job = _check_job(job if job is not None else AnylaunchJob())
+    redact: Redactor = job.redactor()
+    logs: dict[str, list[str]] = {}
+    with get_runner(job.session_name) as runner:
+        replicas = find_replicas(runner, app_handle, role_name, None if k is None else [k])
+        for role, i in replicas:
+            lines = runner.log_lines(
+                app_handle,
+                role,
+                i,
+                regex=regex,
+                streams=None if streams is None else Stream(streams),
+            )
+            logs[f"{role}/{i}"] = [redact(line.rstrip("\n")) for line in lines]
+    return logs
