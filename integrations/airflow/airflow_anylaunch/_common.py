@@ -1,0 +1,289 @@
+"""Helpers shared by the operator, the sensor and the trigger (no Airflow imports).
+
+anylaunch itself is imported inside the functions so that importing the operator module stays
+cheap; everything here works on the public ``anylaunch.runner`` / ``anylaunch.specs`` API.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from anylaunch.runner import Runner
+    from anylaunch.schedulers.api import DescribeAppResponse
+    from anylaunch.specs.api import AppStatus
+
+#: The connection the operator reads default settings from when none is named.
+DEFAULT_CONN_ID = "anylaunch_default"
+#: XCom keys pushed by the operator as soon as the app is scheduled.
+XCOM_APP_HANDLE = "app_handle"
+XCOM_UI_URL = "ui_url"
+#: Log lines kept for the error message of a failed app.
+TAIL_LINES = 20
+#: What ``on_kill_action`` accepts.
+ON_KILL_ACTIONS = ("cancel", "keep")
+
+
+def is_template(value: object) -> bool:
+    """True if ``value`` is a string Airflow will render (checks on it wait until execute).
+
+    >>> is_template("{{ ti.xcom_pull('launch', key='app_handle') }}"), is_template("local_cwd")
+    (True, False)
+    """
+    return isinstance(value, str) and ("{{" in value or "{%" in value)
+
+
+def seconds(
+    field: str, value: object, allow_none: bool = True, positive: bool = False
+) -> float | None:
+    """A duration given as seconds or a ``timedelta``, as float seconds (validated).
+
+    >>> seconds("startup_timeout", timedelta(minutes=2)), seconds("poll_interval", 5)
+    (120.0, 5.0)
+    >>> seconds("poll_interval", -1)
+    Traceback (most recent call last):
+    ...
+    anylaunch.specs.errors.InvalidSpecError: poll_interval=-1 is invalid: must be a number of seconds >= 0 or a timedelta. Fix: pass e.g. 30 or timedelta(minutes=5)
+    """
+    from anylaunch.specs.errors import InvalidSpecError
+
+    if value is None and allow_none:
+        return None
+    if isinstance(value, timedelta):
+        value = value.total_seconds()
+    bound = "> 0" if positive else ">= 0"
+    # `not value >= 0` also rejects NaN
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not value >= 0
+        or (positive and value == 0)
+    ):
+        raise InvalidSpecError(
+            field,
+            value,
+            f"must be a number of seconds {bound} or a timedelta",
+            "pass e.g. 30 or timedelta(minutes=5)",
+        )
+    return float(value)
+
+
+def interval(field: str, value: object) -> float:
+    """A required duration > 0 (seconds or ``timedelta``), as float seconds.
+
+    >>> interval("poll_interval", 0.5)
+    0.5
+    """
+    result = seconds(field, value, allow_none=False, positive=True)
+    assert result is not None
+    return result
+
+
+def check_handle(field: str, handle: object) -> str:
+    """Returns ``handle`` if it is a well-formed app handle, else raises naming ``field``.
+
+    >>> check_handle("app_handle", "local_cwd://anylaunch/echo-1")
+    'local_cwd://anylaunch/echo-1'
+    >>> check_handle("app_handle", "echo-1")
+    Traceback (most recent call last):
+    ...
+    anylaunch.specs.errors.InvalidSpecError: app_handle='echo-1' is invalid: not of the form {scheduler}://{session_name}/{app_id}. Fix: pass the handle the launching task pushed to XCom (key 'app_handle'), e.g. "{{ ti.xcom_pull(task_ids='launch', key='app_handle') }}"
+    """
+    from anylaunch.specs.api import parse_app_handle
+    from anylaunch.specs.errors import InvalidSpecError, MalformedAppHandleException
+
+    try:
+        parse_app_handle(handle)  # type: ignore[arg-type]
+    except MalformedAppHandleException:
+        raise InvalidSpecError(
+            field,
+            handle,
+            "not of the form {scheduler}://{session_name}/{app_id}",
+            f"pass the handle the launching task pushed to XCom (key {XCOM_APP_HANDLE!r}), e.g. "
+            f"\"{{{{ ti.xcom_pull(task_ids='launch', key='{XCOM_APP_HANDLE}') }}}}\"",
+        ) from None
+    return str(handle)
+
+
+def status_from_describe(desc: DescribeAppResponse | None) -> AppStatus | None:
+    """The :class:`AppStatus` ``Runner.status`` builds from a scheduler's describe response.
+
+    >>> from anylaunch.schedulers.api import DescribeAppResponse
+    >>> from anylaunch.specs.api import AppState
+    >>> status_from_describe(DescribeAppResponse("x", AppState.RUNNING, num_restarts=0)).state
+    <AppState.RUNNING: 3>
+    """
+    from anylaunch.specs.api import NONE, AppStatus
+
+    if desc is None:
+        return None
+    return AppStatus(
+        state=desc.state,
+        num_restarts=desc.num_restarts,
+        msg="" if desc.msg == NONE else desc.msg,
+        structured_error_msg=desc.structured_error_msg,
+        ui_url=desc.ui_url,
+        roles=desc.roles_statuses,
+    )
+
+
+def status_dict(handle: str, status: AppStatus | None) -> dict[str, Any]:
+    """The JSON-friendly result of a task: the handle plus ``AppStatus.to_dict()``.
+
+    >>> from anylaunch.specs.api import AppState, AppStatus
+    >>> d = status_dict("local_cwd://s/x-1", AppStatus(AppState.SUCCEEDED))
+    >>> d["app_handle"], d["state"]
+    ('local_cwd://s/x-1', 'SUCCEEDED')
+    >>> status_dict("local_cwd://s/x-1", None)["state"]
+    'UNKNOWN'
+    """
+    if status is None:
+        return {
+            "app_handle": handle,
+            "state": "UNKNOWN",
+            "msg": "the scheduler has no record of it",
+        }
+    return {"app_handle": handle, **status.to_dict()}
+
+
+def failure_message(handle: str, status: AppStatus | None, tail: Iterable[str] = ()) -> str:
+    """Why the task failed: the app's end state, its message and its last log lines.
+
+    >>> from anylaunch.specs.api import AppState, AppStatus
+    >>> print(failure_message("local_cwd://s/x-1", AppStatus(AppState.FAILED, msg="exit 3"),
+    ...                       ["w/0 boom"]))
+    anylaunch app local_cwd://s/x-1 ended FAILED: exit 3
+    last log lines:
+      w/0 boom
+    """
+    from anylaunch.specs.api import NONE
+
+    if status is None:
+        text = (
+            f"anylaunch app {handle} does not exist (the scheduler has no record of it). "
+            "Fix: check the handle; finished apps may have been purged by the scheduler"
+        )
+    else:
+        text = f"anylaunch app {handle} ended {status.state.name}"
+        if status.msg:
+            text += f": {status.msg}"
+        if status.structured_error_msg and status.structured_error_msg != NONE:
+            text += f"\nerror: {status.structured_error_msg}"
+    lines = list(tail)
+    if lines:
+        text += "\nlast log lines:\n" + "\n".join(f"  {line}" for line in lines)
+    return text
+
+
+def cancel_app(handle: str) -> None:
+    """Cancels the app with a runner of its own (safe from a signal handler mid-poll)."""
+    from anylaunch.runner import get_runner
+    from anylaunch.specs.api import parse_app_handle
+
+    with get_runner(parse_app_handle(handle).session_name or None) as runner:
+        runner.cancel(handle)
+
+
+def _close(iterable: Iterable[str]) -> None:
+    close = getattr(iterable, "close", None)
+    if callable(close):
+        with contextlib.suppress(Exception):
+            close()
+
+
+class LogFollower:
+    """Reads the lines an app's replicas wrote since the last call, prefixed ``role/replica``.
+
+    The cursor (:attr:`positions`: lines already read per ``role/replica``) is JSON-friendly so
+    a trigger can carry it. Each call re-reads the logs from the start through
+    ``Runner.log_lines`` (portable across schedulers) and skips what was already read. A line
+    still being written (no newline yet) is held back until the app ends.
+
+    Args:
+        positions: the cursor to start from (default: the beginning of every log)
+        roles: only these roles (default: all)
+        replicas: only these replica ids (default: all)
+        tail_size: how many of the latest lines :attr:`tail` keeps
+    """
+
+    def __init__(
+        self,
+        positions: Mapping[str, int] | None = None,
+        roles: Sequence[str] | None = None,
+        replicas: Sequence[int] | None = None,
+        tail_size: int = TAIL_LINES,
+    ) -> None:
+        self.positions: dict[str, int] = {str(k): int(v) for k, v in (positions or {}).items()}
+        self.roles = None if roles is None else set(roles)
+        self.replicas = None if replicas is None else set(replicas)
+        self.tail: deque[str] = deque(maxlen=tail_size)
+        self._broken: set[str] = set()
+        self._warned: set[str] = set()
+        self._described: list[tuple[str, int]] | None = None
+
+    def _targets(self, runner: Runner, handle: str, status: AppStatus) -> list[tuple[str, int]]:
+        found = [(rs.role, rep.id) for rs in status.roles for rep in rs.replicas]
+        if not found:  # the scheduler reports no replica statuses: use the app's roles
+            if self._described is None:
+                app = runner.describe(handle)
+                self._described = [
+                    (role.name, i)
+                    for role in (app.roles if app else [])
+                    for i in range(role.num_replicas)
+                ]
+            found = self._described
+        return [
+            (role, k)
+            for role, k in found
+            if (self.roles is None or role in self.roles)
+            and (self.replicas is None or k in self.replicas)
+        ]
+
+    def poll(
+        self,
+        runner: Runner,
+        handle: str,
+        status: AppStatus,
+        warn: Callable[[str], None] | None = None,
+    ) -> list[str]:
+        """New lines of the selected replicas, without their newlines, each ``role/k text``.
+
+        A scheduler that cannot iterate logs is reported once through ``warn`` and skipped
+        from then on; other read errors are reported once and retried on the next call.
+        """
+        final = status.is_terminal()
+        out: list[str] = []
+        for role, k in self._targets(runner, handle, status):
+            key = f"{role}/{k}"
+            if key in self._broken:
+                continue
+            start = self.positions.get(key, 0)
+            read = 0
+            lines: Iterable[str] = ()
+            try:
+                lines = runner.log_lines(handle, role, k)
+                for i, line in enumerate(lines):
+                    if i < start:
+                        continue
+                    if not line.endswith("\n") and not final:
+                        break  # still being written: read it whole next time
+                    text = f"{key} {line.rstrip(chr(10)).rstrip(chr(13))}"
+                    out.append(text)
+                    self.tail.append(text)
+                    read += 1
+            except NotImplementedError as e:  # the scheduler cannot iterate logs at all
+                self._broken.add(key)
+                if warn is not None:
+                    warn(f"not streaming the logs of {key} of {handle}: {e}")
+            except Exception as e:  # logs are a convenience: never fail the wait for them
+                if warn is not None and key not in self._warned:
+                    self._warned.add(key)
+                    warn(f"cannot read the logs of {key} of {handle} yet (will retry): {e}")
+            finally:
+                _close(lines)
+                self.positions[key] = start + read
+        return out

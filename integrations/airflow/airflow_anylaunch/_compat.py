@@ -1,0 +1,24 @@
+"""Stand-ins for Airflow features newer than the installed Airflow (imported only there).
+
+On Airflow < 3.3 there is no ``ResumableJobMixin`` / ``task_state_store``: the operator then
+submits and waits without reattaching on retry (a retry launches a new app).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class ResumableJobMixin:
+    """The shape of Airflow 3.3's ``ResumableJobMixin`` without its durability."""
+
+    external_id_key: str = "remote_job_id"
+
+    def __init__(self, *, durable: bool = True, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.durable = durable
+
+    def execute_resumable(self, context: Any) -> Any:
+        external_id = self.submit_job(context)  # type: ignore[attr-defined]
+        self.poll_until_complete(external_id, context)  # type: ignore[attr-defined]
+        return self.get_job_result(external_id, context)  # type: ignore[attr-defined]

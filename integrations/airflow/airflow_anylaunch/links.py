@@ -1,0 +1,32 @@
+"""The "anylaunch app" extra link: the app's UI (``ui_url``) on the task's page."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from airflow.sdk import BaseOperatorLink
+
+from airflow_anylaunch._common import XCOM_UI_URL
+
+if TYPE_CHECKING:
+    from airflow.sdk import BaseOperator
+    from airflow.sdk.types import TaskInstanceKey
+
+__all__ = ["AnylaunchAppLink"]
+
+
+class AnylaunchAppLink(BaseOperatorLink):
+    """Links a task to its app's UI, read from the ``ui_url`` XCom the operator pushes as soon
+    as the app is scheduled (so the link also works while the app runs or the task is deferred).
+
+    >>> AnylaunchAppLink().name
+    'anylaunch app'
+    """
+
+    name = "anylaunch app"
+
+    def get_link(self, operator: BaseOperator, *, ti_key: TaskInstanceKey) -> str:
+        from airflow.sdk.execution_time.xcom import XCom
+
+        url = XCom.get_value(ti_key=ti_key, key=XCOM_UI_URL)
+        return str(url) if url else ""

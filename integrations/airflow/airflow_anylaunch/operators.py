@@ -1,0 +1,608 @@
+"""``AnylaunchOperator``: launch an anylaunch app from Airflow, wait for it, cancel it on kill.
+
+Lifecycle of one task: dryrun (the native request goes into the task log) → schedule → push
+``app_handle`` and ``ui_url`` to XCom → wait (poll here, or defer to
+:class:`~airflow_anylaunch.triggers.AnylaunchAppTrigger`) while the app's log lines stream
+into the task log → return the final status as a dict, or fail with the app's message and
+last log lines.
+
+Retries reattach: the handle is kept in ``task_state_store`` (Airflow >= 3.3), so a retry after
+a worker crash waits for the app still running instead of launching a duplicate; it launches
+a new app only if the previous one failed.
+
+Importing this module is cheap: anylaunch's runner and the trigger are imported when a task
+runs.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any, ClassVar, NoReturn
+
+from airflow.sdk import BaseOperator, conf
+
+from airflow_anylaunch._common import (
+    DEFAULT_CONN_ID,
+    ON_KILL_ACTIONS,
+    XCOM_APP_HANDLE,
+    XCOM_UI_URL,
+    LogFollower,
+    cancel_app,
+    failure_message,
+    interval,
+    is_template,
+    seconds,
+    status_dict,
+)
+from airflow_anylaunch.exceptions import AnylaunchAppError, AnylaunchAppTimeout, AnylaunchInputError
+from airflow_anylaunch.links import AnylaunchAppLink
+
+if TYPE_CHECKING:
+    from airflow.sdk import ResumableJobMixin, XComArg
+    from airflow.sdk.definitions.context import Context
+
+    from anylaunch.runner import Runner
+    from anylaunch.specs.api import AppDef, AppDryRunInfo, AppStatus
+else:
+    try:
+        from airflow.sdk import ResumableJobMixin
+    except ImportError:  # Airflow < 3.3: no durable reattach
+        from airflow_anylaunch._compat import ResumableJobMixin
+
+__all__ = ["AnylaunchOperator"]
+
+#: States from which a retry reattaches instead of launching again (UNKNOWN: the scheduler
+#: cannot tell, so launching a second copy could duplicate the work).
+_ACTIVE_STATES = frozenset({"UNSUBMITTED", "SUBMITTED", "PENDING", "RUNNING", "UNKNOWN"})
+
+
+def _is_xcom_arg(value: object) -> bool:
+    from airflow.sdk import XComArg
+
+    return isinstance(value, XComArg)
+
+
+def _later(value: object) -> bool:
+    """True if Airflow resolves ``value`` at run time (checks wait until then)."""
+    return is_template(value) or _is_xcom_arg(value)
+
+
+def _input_error(e: Exception) -> AnylaunchInputError:
+    return AnylaunchInputError(f"{type(e).__name__}: {e}")
+
+
+class AnylaunchOperator(ResumableJobMixin, BaseOperator):
+    """Runs an anylaunch app (an AppDef or a named component) and waits for it.
+
+    Give either ``app`` or ``component``. The scheduler, cfg and session default to those of
+    the ``anylaunch`` connection (:class:`~airflow_anylaunch.hooks.AnylaunchHook`).
+
+    Args:
+        app: an ``AppDef``, or a callable returning one (called when the task runs)
+        component: a component name (``utils.echo``, ``path/file.py:fn``) - templated
+        component_args: its arguments, ``{param: value}`` or CLI-style ``["--msg", "hi"]`` -
+            templated
+        scheduler: where to run (default: the connection's) - templated
+        cfg: run options of the scheduler, over the connection's - templated
+        workspace: overrides the first role's workspace (``""`` disables it) - templated
+        session: session name in the app handle (default: the connection's, else
+            ``anylaunch``) - templated
+        app_name: overrides the app's name - templated
+        image: overrides every role's image - templated
+        env: added to every role's environment - templated
+        anylaunch_conn_id: the ``anylaunch`` connection (None: use none)
+        wait_for_completion: False returns right after scheduling (with the handle)
+        deferrable: wait in the triggerer (default: ``[operators] default_deferrable``)
+        poll_interval: the most seconds between status polls (polls back off, jittered,
+            from 0.1 s up to this)
+        startup_timeout: seconds (or timedelta) the app may take to be RUNNING; past it the
+            app is cancelled and the task fails. ``execution_timeout`` bounds the whole wait
+            the same way (the app is cancelled too)
+        on_kill_action: ``cancel`` (default) cancels the app when the task is killed (sync and
+            deferred); ``keep`` leaves it running
+        stream_logs: copy the app's log lines into the task log while waiting
+        log_roles: only these roles' lines (default: all)
+        log_replicas: only these replica ids' lines (default: all), e.g. ``[0]``
+        durable: keep the handle in ``task_state_store`` so retries reattach (Airflow >= 3.3)
+
+    Returns (and pushes as the XCom ``return_value``) the final status: ``app_handle``,
+    ``state``, ``msg``, ``num_restarts``, ``ui_url``, ``roles``, ...
+    """
+
+    template_fields: Sequence[str] = (
+        "component",
+        "component_args",
+        "app_name",
+        "image",
+        "env",
+        "scheduler",
+        "cfg",
+        "workspace",
+        "session",
+    )
+    template_fields_renderers: ClassVar[dict[str, str]] = {
+        "cfg": "json",
+        "component_args": "json",
+        "env": "json",
+    }
+    operator_extra_links = (AnylaunchAppLink(),)
+    ui_color = "#dbe9f6"
+    #: the task_state_store key holding the app handle (renaming it breaks in-flight retries)
+    external_id_key = "anylaunch_app_handle"
+
+    def __init__(
+        self,
+        *,
+        app: AppDef | Callable[[], AppDef] | None = None,
+        component: str | None = None,
+        component_args: Mapping[str, Any] | Sequence[str] | XComArg | None = None,
+        scheduler: str | None = None,
+        cfg: Mapping[str, Any] | XComArg | None = None,
+        workspace: str | None = None,
+        session: str | None = None,
+        app_name: str | None = None,
+        image: str | None = None,
+        env: Mapping[str, str] | XComArg | None = None,
+        anylaunch_conn_id: str | None = DEFAULT_CONN_ID,
+        wait_for_completion: bool = True,
+        deferrable: bool | None = None,
+        poll_interval: float | timedelta = 10.0,
+        startup_timeout: float | timedelta | None = None,
+        on_kill_action: str = "cancel",
+        stream_logs: bool = True,
+        log_roles: Sequence[str] | None = None,
+        log_replicas: Sequence[int] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.app = app
+        self.component = component
+        self.component_args = component_args
+        self.scheduler = scheduler
+        self.cfg = cfg
+        self.workspace = workspace
+        self.session = session
+        self.app_name = app_name
+        self.image = image
+        self.env = env
+        self.anylaunch_conn_id = anylaunch_conn_id
+        self.wait_for_completion = wait_for_completion
+        if deferrable is None:
+            deferrable = conf.getboolean("operators", "default_deferrable", fallback=False)
+        self.deferrable = deferrable
+        self.poll_interval = interval("poll_interval", poll_interval)
+        self.startup_timeout = seconds("startup_timeout", startup_timeout)
+        self.on_kill_action = on_kill_action
+        self.stream_logs = stream_logs
+        self.log_roles = None if log_roles is None else list(log_roles)
+        self.log_replicas = None if log_replicas is None else list(log_replicas)
+        self._check_args(parse_time=True)
+        # set while a task runs
+        self._runner: Runner | None = None
+        self._handle: str | None = None
+        self._result: dict[str, Any] | None = None
+        self._timed_out = False
+        self._scheduler_cfg: tuple[str, dict[str, Any]] = ("", {})
+
+    # --- validation ------------------------------------------------------------------------
+
+    def _check_args(self, parse_time: bool) -> None:
+        """Rejects arguments that cannot work; at parse time, templated values wait."""
+        from anylaunch.specs.api import AppDef
+        from anylaunch.specs.errors import InvalidSpecError
+
+        def skip(value: object) -> bool:
+            return parse_time and _later(value)
+
+        if (self.app is None) == (self.component is None):
+            raise InvalidSpecError(
+                "app/component",
+                {"app": self.app, "component": self.component},
+                "give exactly one of them",
+                "pass app=AppDef(...) (or a function returning one) or component='utils.echo'",
+            )
+        if self.app is not None and not (isinstance(self.app, AppDef) or callable(self.app)):
+            raise InvalidSpecError(
+                "app",
+                type(self.app).__name__,
+                "must be an AppDef or a callable returning one",
+                "pass specs.AppDef(...) or a function that builds it",
+            )
+        component = self.component
+        if (
+            component is not None
+            and not skip(component)
+            and (not isinstance(component, str) or not component.strip())
+        ):
+            raise InvalidSpecError(
+                "component", component, "must be a non-empty str", "e.g. 'utils.echo'"
+            )
+        args = self.component_args
+        if args is not None and not skip(args):
+            if self.component is None:
+                raise InvalidSpecError(
+                    "component_args",
+                    args,
+                    "only applies to a component",
+                    "pass component='...' or drop component_args",
+                )
+            ok_mapping = isinstance(args, Mapping) and all(isinstance(k, str) for k in args)
+            ok_list = isinstance(args, (list, tuple)) and all(isinstance(a, str) for a in args)
+            if not (ok_mapping or ok_list):
+                raise InvalidSpecError(
+                    "component_args",
+                    args,
+                    "must be a {param: value} dict or a list of str (as on the command line)",
+                    "pass e.g. {'msg': 'hi'} or ['--msg', 'hi']",
+                )
+        for name in ("scheduler", "workspace", "session", "app_name", "image", "anylaunch_conn_id"):
+            value = getattr(self, name)
+            if value is None or skip(value):
+                continue
+            if not isinstance(value, str) or (name != "workspace" and not value.strip()):
+                raise InvalidSpecError(name, value, "must be a non-empty str", "or leave it None")
+        if self.scheduler is not None and not skip(self.scheduler):
+            from anylaunch.schedulers import get_scheduler_factories
+            from anylaunch.specs.errors import UnknownSchedulerException
+
+            known = get_scheduler_factories()
+            if self.scheduler not in known:
+                raise UnknownSchedulerException(self.scheduler, known)
+        for name in ("cfg", "env"):
+            value = getattr(self, name)
+            if value is None or skip(value):
+                continue
+            if not isinstance(value, Mapping) or not all(isinstance(k, str) for k in value):
+                raise InvalidSpecError(
+                    name,
+                    value,
+                    "must be a dict with str keys",
+                    f"pass e.g. {name}={{'KEY': 'value'}}",
+                )
+        if isinstance(self.env, Mapping) and not skip(self.env):
+            for key, val in self.env.items():
+                if not isinstance(val, str):
+                    raise InvalidSpecError(
+                        f"env[{key!r}]", val, "must be a str", "quote the value, e.g. '1'"
+                    )
+        if self.on_kill_action not in ON_KILL_ACTIONS:
+            raise InvalidSpecError(
+                "on_kill_action", self.on_kill_action, "is not an action", "use 'cancel' or 'keep'"
+            )
+        for name in ("wait_for_completion", "deferrable", "stream_logs"):
+            if not isinstance(getattr(self, name), bool):
+                raise InvalidSpecError(
+                    name, getattr(self, name), "must be a bool", "pass True or False"
+                )
+        if self.log_roles is not None and not all(isinstance(r, str) for r in self.log_roles):
+            raise InvalidSpecError(
+                "log_roles", self.log_roles, "must be role names", "e.g. ['trainer']"
+            )
+        if self.log_replicas is not None and not all(
+            isinstance(k, int) and not isinstance(k, bool) and k >= 0 for k in self.log_replicas
+        ):
+            raise InvalidSpecError(
+                "log_replicas", self.log_replicas, "must be replica ids >= 0", "e.g. [0]"
+            )
+
+    # --- building the request --------------------------------------------------------------
+
+    def _appdef(self) -> AppDef:
+        """The app to launch, with the name/image/env overrides applied (a copy)."""
+        import copy
+
+        from anylaunch.specs.api import AppDef
+        from anylaunch.specs.errors import InvalidSpecError
+
+        if self.app is not None:
+            app = (
+                self.app() if callable(self.app) and not isinstance(self.app, AppDef) else self.app
+            )
+            if not isinstance(app, AppDef):
+                raise InvalidSpecError(
+                    "app",
+                    type(app).__name__,
+                    "the callable must return an AppDef",
+                    "return specs.AppDef(...)",
+                )
+            app = copy.deepcopy(app)
+        else:
+            app = self._component_appdef()
+        if self.app_name:
+            app.name = self.app_name
+        for role in app.roles:
+            if self.image:
+                role.image = self.image
+            if self.env:
+                role.env.update(self.env)  # type: ignore[arg-type]
+        return app
+
+    def _component_appdef(self) -> AppDef:
+        from anylaunch.components import get_component
+        from anylaunch.runner.api import _component_cli_args
+        from anylaunch.runner.config import get_configs
+        from anylaunch.specs.builders import materialize_appdef
+
+        name = str(self.component)
+        fn = get_component(name).fn
+        args = self.component_args or []
+        cli = _component_cli_args(fn, args) if isinstance(args, Mapping) else list(args)  # type: ignore[arg-type]
+        return materialize_appdef(fn, cli, get_configs("component", name) or None)
+
+    def _prepare(self, context: Context | None) -> tuple[str, dict[str, Any]]:
+        """Validates the rendered arguments, reads the connection and creates this task's
+        runner; returns the scheduler and cfg to use (the task's over the connection's)."""
+        from airflow_anylaunch.hooks import AnylaunchHook
+        from anylaunch.runner import get_runner
+        from anylaunch.specs.errors import (
+            InvalidRunConfigException,
+            InvalidSpecError,
+            UnknownSchedulerException,
+        )
+
+        try:
+            self._check_args(parse_time=False)
+            settings = AnylaunchHook(self.anylaunch_conn_id).get_settings()
+            scheduler = self.scheduler or settings.scheduler
+            if not scheduler:
+                raise InvalidSpecError(
+                    "scheduler",
+                    None,
+                    f"no scheduler given and the connection {self.anylaunch_conn_id!r} names none",
+                    "pass scheduler='local_cwd' (or another), or set \"scheduler\" in the "
+                    "extra of an anylaunch connection",
+                )
+            self._runner = runner = get_runner(self.session or settings.session)
+            opts = runner.scheduler_run_opts(scheduler)
+            cfg = settings.cfg_for(runner, scheduler)
+            task_cfg: Mapping[str, Any] = self.cfg or {}  # type: ignore[assignment]
+            for key, value in task_cfg.items():
+                opt = opts.get(key)
+                # a rendered template is a str: cast it to the option's type
+                if isinstance(value, str) and opt is not None and opt.opt_type is not str:
+                    try:
+                        value = opt.cast_to_type(value)
+                    except (TypeError, ValueError) as e:
+                        raise InvalidRunConfigException(
+                            f"cfg[{key!r}]", value, str(e), f"pass a {opt.opt_type} value"
+                        ) from None
+                cfg[key] = value
+        except (InvalidSpecError, UnknownSchedulerException) as e:
+            self._close_runner()
+            raise _input_error(e) from e
+        return scheduler, cfg
+
+    def dryrun_request(self) -> AppDryRunInfo[Any]:
+        """The request this task would submit (``print()`` it), built offline: no
+        submission, no network, no credentials. Templates are not rendered."""
+        scheduler, cfg = self._prepare(None)
+        try:
+            return self._dryrun(scheduler, cfg, None)
+        finally:
+            self._close_runner()
+
+    def dry_run(self) -> None:
+        """Prints the native request this task would submit (see :meth:`dryrun_request`)."""
+        print(self.dryrun_request())
+
+    def _dryrun(
+        self, scheduler: str, cfg: dict[str, Any], parent: str | None
+    ) -> AppDryRunInfo[Any]:
+        from anylaunch.components import ComponentNotFoundException
+        from anylaunch.specs.errors import InvalidSpecError, UnknownSchedulerException
+
+        assert self._runner is not None
+        try:
+            return self._runner.dryrun(self._appdef(), scheduler, cfg, self.workspace, parent)
+        except (InvalidSpecError, UnknownSchedulerException, ComponentNotFoundException) as e:
+            raise _input_error(e) from e
+
+    def _close_runner(self) -> None:
+        runner, self._runner = self._runner, None
+        if runner is not None:
+            runner.close()
+
+    # --- execution -------------------------------------------------------------------------
+
+    def execute(self, context: Context) -> Any:
+        self._scheduler_cfg = self._prepare(context)
+        self._handle = None
+        self._result = None
+        self._timed_out = False
+        try:
+            result = self.execute_resumable(context)
+        finally:
+            self._close_runner()
+        return result if result is not None else self._result
+
+    def submit_job(self, context: Context) -> str:
+        """Dry-runs (logging the native request) and schedules the app; returns its handle."""
+        assert self._runner is not None
+        scheduler, cfg = self._scheduler_cfg
+        ti = context["ti"]
+        parent = f"airflow:{ti.dag_id}/{ti.run_id}/{ti.task_id}"
+        info = self._dryrun(scheduler, cfg, parent)
+        self.log.info("anylaunch request for scheduler %s:\n%s", scheduler, info)
+        handle = self._runner.schedule(info)
+        self.log.info("launched anylaunch app %s", handle)
+        return handle
+
+    def get_job_status(self, external_id: Any, context: Context) -> str:
+        assert self._runner is not None
+        status = self._runner.status(str(external_id))
+        return "MISSING" if status is None else status.state.name
+
+    def is_job_active(self, status: str) -> bool:
+        return status in _ACTIVE_STATES
+
+    def is_job_succeeded(self, status: str) -> bool:
+        return status == "SUCCEEDED"
+
+    def _publish(self, context: Context, handle: str) -> AppStatus:
+        """Pushes the handle and UI link to XCom (before any waiting) and returns the status."""
+        assert self._runner is not None
+        self._handle = handle
+        status = self._runner.status(handle)
+        if status is None:
+            raise AnylaunchAppError(failure_message(handle, None), handle)
+        ti = context["ti"]
+        ti.xcom_push(key=XCOM_APP_HANDLE, value=handle)
+        ti.xcom_push(key=XCOM_UI_URL, value=status.ui_url)
+        if status.ui_url:
+            self.log.info("anylaunch app %s UI: %s", handle, status.ui_url)
+        return status
+
+    def poll_until_complete(self, external_id: Any, context: Context) -> None:
+        """Waits for the app here, or defers to the trigger; raises if it did not succeed."""
+        handle = str(external_id)
+        status = self._publish(context, handle)
+        if not self.wait_for_completion:
+            self._result = status_dict(handle, status)
+            return
+        if self.deferrable:
+            self._defer(context, handle, status)
+        follower = LogFollower(None, self.log_roles, self.log_replicas)
+        final = self._wait(handle, status, follower)
+        self._result = self._finish(handle, final, list(follower.tail))
+
+    def get_job_result(self, external_id: Any, context: Context) -> Any:
+        if self._result is None:  # the app succeeded in an earlier try
+            status = self._publish(context, str(external_id))
+            self._result = status_dict(str(external_id), status)
+        return self._result
+
+    def _wait(self, handle: str, status: AppStatus, follower: LogFollower) -> AppStatus:
+        from airflow.sdk.exceptions import AirflowTaskTimeout
+
+        from anylaunch.runner import poll_intervals
+        from anylaunch.specs.api import AppState
+
+        assert self._runner is not None
+        intervals = poll_intervals(self.poll_interval)
+        deadline = None if self.startup_timeout is None else time.monotonic() + self.startup_timeout
+        started = False
+        try:
+            while True:
+                if self.stream_logs:
+                    for line in follower.poll(self._runner, handle, status, self.log.warning):
+                        self.log.info("%s", line)
+                if status.is_terminal():
+                    return status
+                started = started or status.state == AppState.RUNNING
+                now = time.monotonic()
+                if not started and deadline is not None and now >= deadline:
+                    self._timed_out = True
+                    cancel_app(handle)
+                    raise AnylaunchAppTimeout(
+                        f"anylaunch app {handle} was not RUNNING within startup_timeout="
+                        f"{self.startup_timeout:g}s (state {status.state.name}); it was cancelled",
+                        handle,
+                        status_dict(handle, status),
+                    )
+                delay = next(intervals)
+                if not started and deadline is not None:
+                    delay = min(delay, max(deadline - now, 0.0))
+                time.sleep(delay)
+                new = self._runner.status(handle)
+                if new is None:
+                    raise AnylaunchAppError(failure_message(handle, None, follower.tail), handle)
+                status = new
+        except AirflowTaskTimeout:
+            # execution_timeout: a timed-out wait never leaves the app running
+            self._timed_out = True
+            self.log.error("execution_timeout reached: cancelling anylaunch app %s", handle)
+            cancel_app(handle)
+            raise
+
+    def _finish(self, handle: str, status: AppStatus, tail: list[str]) -> dict[str, Any]:
+        from anylaunch.specs.api import AppState
+
+        result = status_dict(handle, status)
+        if status.state != AppState.SUCCEEDED:
+            raise AnylaunchAppError(failure_message(handle, status, tail), handle, result)
+        self.log.info("anylaunch app %s SUCCEEDED", handle)
+        return result
+
+    # --- deferred mode ---------------------------------------------------------------------
+
+    def _defer(self, context: Context, handle: str, status: AppStatus) -> NoReturn:
+        from airflow_anylaunch.triggers import AnylaunchAppTrigger
+        from anylaunch.specs.api import AppState
+
+        now = time.time()
+        run_deadline = None
+        if self.execution_timeout is not None:
+            # the same deadline Airflow gives the trigger; ours fires first and cancels the app
+            start = getattr(context["ti"], "start_date", None)
+            begin = start.timestamp() if start is not None else now
+            run_deadline = begin + self.execution_timeout.total_seconds()
+        startup_deadline = None
+        if self.startup_timeout is not None and status.state != AppState.RUNNING:
+            startup_deadline = now + self.startup_timeout
+        trigger = AnylaunchAppTrigger(
+            app_handle=handle,
+            poll_interval=self.poll_interval,
+            stream_logs=self.stream_logs,
+            log_roles=self.log_roles,
+            log_replicas=self.log_replicas,
+            startup_deadline=startup_deadline,
+            run_deadline=run_deadline,
+            cancel_on_kill=self.on_kill_action == "cancel",
+        )
+        self.log.info("deferring: the triggerer waits for anylaunch app %s", handle)
+        self._close_runner()
+        self.defer(trigger=trigger, method_name="execute_complete")
+
+    def execute_complete(self, context: Context, event: dict[str, Any] | None = None) -> Any:
+        """Resumes after the trigger fired: returns the final status or raises its error."""
+        event = event or {}
+        handle = event.get("app_handle")
+        outcome = event.get("status")
+        app_status = event.get("app_status")
+        if outcome == "success":
+            self.log.info("anylaunch app %s SUCCEEDED", handle)
+            return app_status
+        message = event.get("message") or f"anylaunch app {handle}: trigger ended with {event!r}"
+        if outcome == "timeout":
+            raise AnylaunchAppTimeout(message, handle, app_status)
+        raise AnylaunchAppError(message, handle, app_status)
+
+    def resume_execution(
+        self, next_method: str, next_kwargs: dict[str, Any] | None, context: Context
+    ) -> Any:
+        from airflow.sdk.exceptions import TaskDeferralTimeout
+
+        try:
+            return super().resume_execution(next_method, next_kwargs, context)
+        except TaskDeferralTimeout:
+            # Airflow's own trigger timeout won the race: still never leave the app running
+            handle = self._stored_handle(context)
+            if handle:
+                self.log.error("trigger timed out: cancelling anylaunch app %s", handle)
+                cancel_app(handle)
+            raise
+
+    def _stored_handle(self, context: Context) -> str | None:
+        store = context.get("task_state_store")
+        handle = store.get(self.external_id_key) if store is not None else None
+        if not handle:
+            handle = context["ti"].xcom_pull(task_ids=self.task_id, key=XCOM_APP_HANDLE)
+        return str(handle) if handle else None
+
+    # --- kill ------------------------------------------------------------------------------
+
+    def on_kill(self) -> None:
+        """The task is being killed (sync mode): cancel the app, unless ``on_kill_action`` is
+        ``keep`` (a timeout has already cancelled it)."""
+        handle = self._handle
+        if handle is None or self._timed_out:
+            return
+        if self.on_kill_action == "keep":
+            self.log.warning(
+                "task killed; leaving anylaunch app %s running (on_kill_action=keep)", handle
+            )
+            return
+        self.log.warning("task killed: cancelling anylaunch app %s", handle)
+        cancel_app(handle)

@@ -1,0 +1,329 @@
+"""``AnylaunchAppTrigger``: waits for an app in the triggerer, streaming its logs.
+
+Every backend call runs in a worker thread, never on the event loop. Status polls of all the
+triggers of one event loop that watch apps of the same scheduler are batched into one
+``Scheduler.describe_many`` call per round, so a triggerer watching many apps makes one
+backend call where the backend supports it.
+
+The trigger yields exactly one event, a dict:
+
+- ``status``: ``success`` | ``failed`` (FAILED or CANCELLED) | ``timeout`` | ``error``
+- ``app_handle``, ``app_status`` (``AppStatus.to_dict()`` plus the handle, or None)
+- ``message`` (why, with the last log lines), ``log_tail`` and ``log_positions`` (the cursor)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import time
+import weakref
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar, cast
+
+from airflow.triggers.base import BaseTrigger, TriggerEvent
+
+from airflow_anylaunch._common import (
+    LogFollower,
+    cancel_app,
+    check_handle,
+    failure_message,
+    interval,
+    seconds,
+    status_dict,
+    status_from_describe,
+)
+
+# imported with the module (the triggerer imports it once), never on the event loop later
+from anylaunch.runner import get_runner, poll_intervals
+from anylaunch.schedulers import get_scheduler_factories
+from anylaunch.specs.api import AppState, parse_app_handle
+from anylaunch.specs.errors import UnknownSchedulerException
+
+if TYPE_CHECKING:
+    from anylaunch.runner import Runner
+    from anylaunch.schedulers.api import DescribeAppResponse, Scheduler
+
+__all__ = ["AnylaunchAppTrigger"]
+
+T = TypeVar("T")
+
+#: Consecutive failed status polls after which the trigger gives up (with an error event).
+MAX_POLL_ERRORS = 10
+
+
+class _StatusPoller:
+    """Runs the blocking calls of one event loop's triggers for one scheduler+session, in one
+    worker thread, a batch at a time.
+
+    The status requests that arrived since the last batch go to the backend as one
+    ``describe_many`` call; the log reads queued meanwhile run right after it in the same
+    thread. One thread per poller (rather than one pool job per trigger) keeps the loop from
+    waiting on the GIL behind many busy threads, and uses the scheduler from one thread only.
+    """
+
+    def __init__(self, scheduler: Scheduler[Any], runner: Runner) -> None:
+        self.scheduler = scheduler
+        #: used by the log reads (in the poller's thread)
+        self.runner = runner
+        self._status: dict[str, list[asyncio.Future[Any]]] = {}
+        self._calls: list[tuple[Callable[[], Any], asyncio.Future[Any]]] = []
+        self._task: asyncio.Task[None] | None = None
+
+    def _wake(self) -> None:
+        if self._task is None or self._task.done():
+            self._task = asyncio.get_running_loop().create_task(self._drain())
+
+    async def describe(self, app_id: str) -> DescribeAppResponse | None:
+        """The app's describe response (None: unknown app), from the next batch."""
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._status.setdefault(app_id, []).append(future)
+        self._wake()
+        return cast("DescribeAppResponse | None", await future)
+
+    async def call(self, fn: Callable[[], T]) -> T:
+        """Runs ``fn`` in the poller's thread with the next batch."""
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._calls.append((fn, future))
+        self._wake()
+        return cast(T, await future)
+
+    def _run(
+        self, app_ids: list[str], calls: list[Callable[[], Any]]
+    ) -> tuple[Any, list[tuple[bool, Any]]]:
+        """The batch, in the worker thread: each outcome is (ok, result or exception)."""
+        found: Any = {}
+        if app_ids:
+            try:
+                found = self.scheduler.describe_many(app_ids)
+            except Exception as e:
+                found = e
+        outcomes: list[tuple[bool, Any]] = []
+        for fn in calls:
+            try:
+                outcomes.append((True, fn()))
+            except Exception as e:
+                outcomes.append((False, e))
+        return found, outcomes
+
+    async def _drain(self) -> None:
+        await asyncio.sleep(0)  # let triggers woken in the same tick join this batch
+        while self._status or self._calls:
+            status, self._status = self._status, {}
+            calls, self._calls = self._calls, []
+            waiting = [f for fs in status.values() for f in fs] + [f for _, f in calls]
+            try:
+                found, outcomes = await asyncio.to_thread(
+                    self._run, list(status), [fn for fn, _ in calls]
+                )
+            except asyncio.CancelledError:  # the loop is closing: do not leave waiters hanging
+                for future in waiting:
+                    future.cancel()
+                raise
+            except Exception as e:  # e.g. the executor is shutting down
+                for future in waiting:
+                    if not future.done():
+                        future.set_exception(e)
+                continue
+            for app_id, futures in status.items():
+                for future in futures:
+                    if future.done():
+                        continue
+                    if isinstance(found, Exception):
+                        future.set_exception(found)
+                    else:
+                        future.set_result(found.get(app_id))
+            for (_, future), (ok, value) in zip(calls, outcomes, strict=True):
+                if future.done():
+                    continue
+                if ok:
+                    future.set_result(value)
+                else:
+                    future.set_exception(value)
+
+
+# One poller per event loop and scheduler+session (a triggerer runs one loop; dag.test() runs
+# one per trigger). The entry is the task creating it, so that triggers starting together
+# share one creation instead of each making its own.
+_POLLERS: weakref.WeakKeyDictionary[
+    asyncio.AbstractEventLoop, dict[tuple[str, str], asyncio.Task[_StatusPoller]]
+]
+_POLLERS = weakref.WeakKeyDictionary()
+
+
+def _make_poller(backend: str, session: str) -> _StatusPoller:
+    factories = get_scheduler_factories()
+    if backend not in factories:
+        raise UnknownSchedulerException(backend, factories)
+    return _StatusPoller(factories[backend](session or "anylaunch"), get_runner(session or None))
+
+
+async def _poller(backend: str, session: str) -> _StatusPoller:
+    loop = asyncio.get_running_loop()
+    pollers = _POLLERS.setdefault(loop, {})
+    making = pollers.get((backend, session))
+    if making is None or (making.done() and (making.cancelled() or making.exception() is not None)):
+        # creating a scheduler may read entry points or config files: off the loop
+        making = loop.create_task(asyncio.to_thread(_make_poller, backend, session))
+        pollers[(backend, session)] = making
+    # shielded: one trigger being cancelled must not cancel the others' poller
+    return await asyncio.shield(making)
+
+
+class AnylaunchAppTrigger(BaseTrigger):
+    """Fires once the app behind ``app_handle`` is terminal (or a deadline passed).
+
+    Args:
+        app_handle: ``{scheduler}://{session}/{app_id}``
+        poll_interval: the most seconds between status polls (polls back off, jittered, from
+            0.1 s up to this)
+        stream_logs: write the app's new log lines into the trigger's log while waiting
+        log_roles: only these roles' logs (default: all)
+        log_replicas: only these replica ids' logs (default: all)
+        log_positions: the log cursor to continue from (lines already shown per
+            ``role/replica``)
+        startup_deadline: epoch seconds by which the app must be RUNNING (or done)
+        run_deadline: epoch seconds by which the app must be done
+        cancel_on_kill: cancel the app when a user kills the deferred task (``on_kill``); a
+            triggerer restart never cancels
+        cancel_on_timeout: cancel the app when a deadline passes
+    """
+
+    def __init__(
+        self,
+        app_handle: str,
+        poll_interval: float = 10.0,
+        stream_logs: bool = True,
+        log_roles: Sequence[str] | None = None,
+        log_replicas: Sequence[int] | None = None,
+        log_positions: Mapping[str, int] | None = None,
+        startup_deadline: float | None = None,
+        run_deadline: float | None = None,
+        cancel_on_kill: bool = True,
+        cancel_on_timeout: bool = True,
+    ) -> None:
+        super().__init__()  # type: ignore[no-untyped-call]
+        self.app_handle = check_handle("app_handle", app_handle)
+        self.poll_interval = interval("poll_interval", poll_interval)
+        self.stream_logs = bool(stream_logs)
+        self.log_roles = None if log_roles is None else [str(r) for r in log_roles]
+        self.log_replicas = None if log_replicas is None else [int(k) for k in log_replicas]
+        self.log_positions = {str(k): int(v) for k, v in (log_positions or {}).items()}
+        self.startup_deadline = seconds("startup_deadline", startup_deadline)
+        self.run_deadline = seconds("run_deadline", run_deadline)
+        self.cancel_on_kill = bool(cancel_on_kill)
+        self.cancel_on_timeout = bool(cancel_on_timeout)
+
+    def serialize(self) -> tuple[str, dict[str, Any]]:
+        """The classpath and JSON-friendly kwargs that rebuild this trigger."""
+        return (
+            f"{type(self).__module__}.{type(self).__qualname__}",
+            {
+                "app_handle": self.app_handle,
+                "poll_interval": self.poll_interval,
+                "stream_logs": self.stream_logs,
+                "log_roles": self.log_roles,
+                "log_replicas": self.log_replicas,
+                "log_positions": dict(self.log_positions),
+                "startup_deadline": self.startup_deadline,
+                "run_deadline": self.run_deadline,
+                "cancel_on_kill": self.cancel_on_kill,
+                "cancel_on_timeout": self.cancel_on_timeout,
+            },
+        )
+
+    def _event(
+        self, status: str, app_status: Any, message: str, follower: LogFollower
+    ) -> TriggerEvent:
+        return TriggerEvent(  # type: ignore[no-untyped-call]
+            {
+                "status": status,
+                "app_handle": self.app_handle,
+                "app_status": status_dict(self.app_handle, app_status)
+                if app_status is not None
+                else None,
+                "message": message,
+                "log_tail": list(follower.tail),
+                "log_positions": dict(follower.positions),
+            }
+        )
+
+    async def _cancel(self, why: str) -> None:
+        self.log.warning("cancelling anylaunch app %s: %s", self.app_handle, why)
+        await asyncio.to_thread(cancel_app, self.app_handle)
+
+    async def run(self) -> AsyncIterator[TriggerEvent]:
+        backend, session, app_id = parse_app_handle(self.app_handle)
+        follower = LogFollower(self.log_positions, self.log_roles, self.log_replicas)
+        try:
+            poller = await _poller(backend, session)
+        except Exception as e:
+            yield self._event("error", None, f"cannot watch {self.app_handle}: {e}", follower)
+            return
+        intervals = poll_intervals(self.poll_interval)
+        errors = 0
+        started = False
+        self.log.info("waiting for anylaunch app %s", self.app_handle)
+        while True:
+            try:
+                status = status_from_describe(await poller.describe(app_id))
+                errors = 0
+            except Exception as e:  # a flaky backend: keep trying a while
+                errors += 1
+                self.log.warning(
+                    "status of %s failed (%d/%d): %s", self.app_handle, errors, MAX_POLL_ERRORS, e
+                )
+                if errors >= MAX_POLL_ERRORS:
+                    message = f"cannot get the status of {self.app_handle}: {e}"
+                    yield self._event("error", None, message, follower)
+                    return
+                await asyncio.sleep(next(intervals))
+                continue
+            if status is None:
+                message = failure_message(self.app_handle, None, follower.tail)
+                yield self._event("error", None, message, follower)
+                return
+            if self.stream_logs:
+                lines = await poller.call(
+                    functools.partial(
+                        follower.poll, poller.runner, self.app_handle, status, self.log.warning
+                    )
+                )
+                for line in lines:
+                    self.log.info("%s", line)
+            if status.is_terminal():
+                ok = status.state == AppState.SUCCEEDED
+                message = "" if ok else failure_message(self.app_handle, status, follower.tail)
+                yield self._event("success" if ok else "failed", status, message, follower)
+                return
+            started = started or status.state == AppState.RUNNING
+            now = time.time()
+            why = None
+            if self.run_deadline is not None and now >= self.run_deadline:
+                why = f"execution timeout: not finished by the deadline (state {status.state.name})"
+            elif not started and self.startup_deadline is not None and now >= self.startup_deadline:
+                why = f"startup timeout: not RUNNING by the deadline (state {status.state.name})"
+            if why is not None:
+                if self.cancel_on_timeout:
+                    await self._cancel(why)
+                message = f"anylaunch app {self.app_handle}: {why}" + (
+                    "; it was cancelled" if self.cancel_on_timeout else ""
+                )
+                yield self._event("timeout", status, message, follower)
+                return
+            delay = next(intervals)
+            for deadline in (self.run_deadline, None if started else self.startup_deadline):
+                if deadline is not None:
+                    delay = min(delay, max(deadline - now, 0.0))
+            await asyncio.sleep(delay)
+
+    async def on_kill(self) -> None:
+        """A user killed the deferred task (Airflow >= 3.3): cancel the app unless told not to.
+
+        Not called on a triggerer restart or redistribution: the app keeps running and the
+        trigger resumes watching it elsewhere.
+        """
+        if self.cancel_on_kill:
+            await self._cancel("the task was killed")
+        else:
+            self.log.info("task killed; leaving anylaunch app %s running", self.app_handle)

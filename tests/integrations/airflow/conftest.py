@@ -1,0 +1,222 @@
+"""Real Airflow 3 for these tests: a temporary AIRFLOW_HOME with a SQLite DB migrated once,
+and two DAG bundles (examples/airflow/dags and ./dags) so ``dag.test()`` can run their DAGs.
+
+The environment is set when this module is imported, before anything imports airflow (which
+reads its configuration once); only AIRFLOW_* variables change for the session. Each test
+that launches apps gets its own local_cwd state directory (``state_dir``), so it can count
+the apps it launched.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import shutil
+import signal
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[3]
+EXAMPLE_DAGS = REPO / "examples" / "airflow" / "dags"
+TEST_DAGS = Path(__file__).resolve().parent / "dags"
+
+_MARKER = "_ANYLAUNCH_AIRFLOW_TEST_HOME"
+if _MARKER not in os.environ:  # set once per process (integrations/airflow/... may have)
+    _home = tempfile.mkdtemp(prefix="anylaunch-airflow-")
+    os.environ[_MARKER] = _home
+    os.environ["AIRFLOW_HOME"] = _home
+    os.environ["AIRFLOW__CORE__LOAD_EXAMPLES"] = "False"
+    atexit.register(shutil.rmtree, _home, True)
+os.environ["AIRFLOW__DAG_PROCESSOR__DAG_BUNDLE_CONFIG_LIST"] = json.dumps(
+    [
+        {
+            "name": name,
+            "classpath": "airflow.dag_processing.bundles.local.LocalDagBundle",
+            "kwargs": {"path": str(path), "refresh_interval": 0},
+        }
+        for name, path in (("anylaunch-examples", EXAMPLE_DAGS), ("anylaunch-tests", TEST_DAGS))
+    ]
+)
+
+# the DAG files are loaded by the tests (and by Airflow's bundle parser), not collected
+collect_ignore = ["dags"]
+
+
+@pytest.fixture(scope="session")
+def airflow_db() -> None:
+    """Migrates the SQLite metadata DB once per session (~5 s)."""
+    from airflow.utils import db
+
+    db.initdb()
+
+
+@pytest.fixture(autouse=True)
+def _keep_signal_handlers() -> Iterator[None]:
+    """Airflow's task runner installs a SIGTERM handler; put the previous one back."""
+    saved = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
+    yield
+    for sig, handler in saved.items():
+        signal.signal(sig, handler)
+
+
+@pytest.fixture
+def state_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A fresh local_cwd state directory; apps still running at the end are cancelled."""
+    path = tmp_path / "local_cwd"
+    monkeypatch.setenv("ANYLAUNCH_LOCAL_STATE_DIR", str(path))
+    yield path
+    from anylaunch.runner import get_runner
+
+    with get_runner() as runner:
+        for app in runner.list("local_cwd"):
+            if not app.state.is_terminal():
+                runner.cancel(app.app_handle)
+
+
+class AirflowHelper:
+    """Loads DAG files and runs them with ``dag.test()``; reads results from the DB."""
+
+    def load(self, path: Path, dag_id: str) -> Any:
+        """The DAG ``dag_id`` of the DAG file ``path``, parsed the way Airflow parses it."""
+        from airflow.dag_processing.dagbag import DagBag
+
+        bag = DagBag(dag_folder=path)
+        assert not bag.import_errors, bag.import_errors
+        assert dag_id in bag.dags, f"no DAG {dag_id!r} in {path}: {sorted(bag.dags)}"
+        return bag.dags[dag_id]
+
+    def test_dag(self, file: str, dag_id: str) -> Any:
+        return self.load(TEST_DAGS / file, dag_id)
+
+    def example_dag(self, file: str, dag_id: str) -> Any:
+        return self.load(EXAMPLE_DAGS / file, dag_id)
+
+    def run(self, dag: Any, **kwargs: Any) -> Any:
+        """Runs ``dag.test()`` and returns the DagRun (a failed task does not raise)."""
+        return dag.test(**kwargs)
+
+    def tis(self, dagrun: Any) -> dict[str, Any]:
+        """task_id -> TaskInstance of a finished run, fresh from the DB."""
+        from airflow.models.taskinstance import TaskInstance
+        from airflow.utils.session import create_session
+        from sqlalchemy import select
+
+        with create_session() as session:
+            found = session.scalars(
+                select(TaskInstance).where(
+                    TaskInstance.dag_id == dagrun.dag_id, TaskInstance.run_id == dagrun.run_id
+                )
+            ).all()
+            for ti in found:
+                session.expunge(ti)
+        return {ti.task_id: ti for ti in found}
+
+    def states(self, dagrun: Any) -> dict[str, str]:
+        return {task_id: str(ti.state) for task_id, ti in self.tis(dagrun).items()}
+
+    def reschedules(self, ti: Any) -> int:
+        """How many times a task instance was rescheduled (a sensor in reschedule mode)."""
+        from airflow.models.taskreschedule import TaskReschedule
+        from airflow.utils.session import create_session
+        from sqlalchemy import func, select
+
+        with create_session() as session:
+            count = session.scalar(
+                select(func.count())
+                .select_from(TaskReschedule)
+                .where(TaskReschedule.ti_id == ti.id)
+            )
+        return int(count or 0)
+
+    def xcoms(self, dagrun: Any, task_id: str) -> dict[str, Any]:
+        """key -> value of the XComs a task pushed."""
+        from airflow.models.xcom import XComModel
+        from airflow.utils.session import create_session
+        from sqlalchemy import select
+
+        with create_session() as session:
+            rows = session.scalars(
+                select(XComModel).where(
+                    XComModel.dag_id == dagrun.dag_id,
+                    XComModel.run_id == dagrun.run_id,
+                    XComModel.task_id == task_id,
+                )
+            ).all()
+            return {row.key: XComModel.deserialize_value(row) for row in rows}
+
+
+@pytest.fixture
+def airflow(airflow_db: None, state_dir: Path) -> AirflowHelper:
+    """dag.test() helpers, with the DB ready and a fresh local_cwd state directory."""
+    return AirflowHelper()
+
+
+def local_apps() -> list[Any]:
+    """The local_cwd apps in the current state directory (oldest first)."""
+    from anylaunch.runner import get_runner
+
+    with get_runner() as runner:
+        return runner.list("local_cwd")
+
+
+@pytest.fixture
+def apps() -> Callable[[], list[Any]]:
+    return local_apps
+
+
+def wait_for(what: str, check: Callable[[], Any], timeout: float = 60.0) -> Any:
+    """Polls ``check`` until it returns something truthy (fails after ``timeout``)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+
+
+@pytest.fixture
+def waiter() -> Callable[..., Any]:
+    return wait_for
+
+
+@pytest.fixture
+def kill_task_when_running() -> Iterator[Callable[[], dict[str, Any]]]:
+    """Sends SIGTERM to this process (as Airflow's supervisor does to a task it kills) once a
+    local_cwd app is RUNNING; the task runner's handler calls the operator's on_kill.
+
+    Returns a dict that gets ``states_after_kill``: the apps' states 1 s after the signal.
+    """
+    threads: list[threading.Thread] = []
+    previous = signal.signal(signal.SIGTERM, lambda *_: None)  # never let it end pytest
+
+    def start() -> dict[str, Any]:
+        seen: dict[str, Any] = {}
+
+        def run() -> None:
+            wait_for(
+                "a RUNNING app",
+                lambda: any(a.state.name == "RUNNING" for a in local_apps()),
+                timeout=60,
+            )
+            time.sleep(0.5)  # let the task reach its wait loop
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(1)
+            seen["states_after_kill"] = [a.state.name for a in local_apps()]
+
+        thread = threading.Thread(target=run, daemon=True)
+        thread.start()
+        threads.append(thread)
+        return seen
+
+    yield start
+    for thread in threads:
+        thread.join(timeout=70)
+    signal.signal(signal.SIGTERM, previous)

@@ -1,0 +1,143 @@
+"""DAGs for the operator tests (run by tests/integrations/airflow with dag.test()).
+
+Apps run ``python -c`` scripts on local_cwd; values that vary per test (marker files, log
+dirs) come from the environment the test sets, which the apps inherit.
+"""
+
+import sys
+from datetime import datetime, timedelta
+
+from airflow.sdk import DAG
+
+import anylaunch.specs as specs
+from airflow_anylaunch.operators import AnylaunchOperator
+
+START = datetime(2024, 1, 1)
+
+
+def python_app(name: str, script: str, replicas: int = 1) -> specs.AppDef:
+    return specs.AppDef(
+        name=name,
+        roles=[
+            specs.Role(
+                name="worker",
+                image=".",
+                entrypoint=sys.executable,
+                args=["-c", script],
+                num_replicas=replicas,
+            )
+        ],
+    )
+
+
+FAIL = """
+import sys
+print("preparing the data", flush=True)
+print("about to fail: the input is missing", file=sys.stderr, flush=True)
+sys.exit(3)
+"""
+LONG = "import time; print('working', flush=True); time.sleep(120)"
+COUNT = "import time\nfor i in range(4):\n    print('tick', i, flush=True); time.sleep(0.3)"
+LOG_DIR = "import os; print('log dir is', os.environ.get('AL_TEST_LOG_DIR'), flush=True)"
+
+with DAG("al_sync_fail", schedule=None, start_date=START, catchup=False):
+    AnylaunchOperator(
+        task_id="fail", app=python_app("fail", FAIL), scheduler="local_cwd", poll_interval=0.5
+    )
+
+with DAG("al_deferred_logs", schedule=None, start_date=START, catchup=False):
+    AnylaunchOperator(
+        task_id="count",
+        app=lambda: python_app("count", COUNT, replicas=2),  # built when the task runs
+        scheduler="local_cwd",
+        deferrable=True,
+        poll_interval=0.5,
+        log_replicas=[1],
+    )
+
+with DAG("al_deferred_fail", schedule=None, start_date=START, catchup=False):
+    AnylaunchOperator(
+        task_id="fail",
+        app=python_app("fail", FAIL),
+        scheduler="local_cwd",
+        deferrable=True,
+        poll_interval=0.5,
+    )
+
+with DAG("al_conn_defaults", schedule=None, start_date=START, catchup=False):
+    # no scheduler, no cfg: both come from the anylaunch connection the test defines
+    AnylaunchOperator(
+        task_id="from_conn",
+        component="utils.python",
+        component_args={"c": LOG_DIR},
+        anylaunch_conn_id="anylaunch_test",
+        poll_interval=0.5,
+    )
+
+with DAG("al_templated_cfg", schedule=None, start_date=START, catchup=False):
+    AnylaunchOperator(
+        task_id="templated",
+        component="utils.echo",
+        component_args={"msg": "echo from {{ dag.dag_id }}", "num_replicas": "{{ 1 + 1 }}"},
+        app_name="renamed-{{ dag.dag_id | replace('_', '-') }}",
+        scheduler="{{ 'local_' ~ 'cwd' }}",
+        cfg={
+            "cancel_grace_s": "{{ 2 }}",
+            "log_dir": "{{ var.value.get('al_log_dir', '') or None }}",
+        },
+        poll_interval=0.5,
+    )
+
+# dag.test() runs the task in-process: after on_kill the task is not actually killed, so the
+# kept app must end by itself for the run to finish
+KEPT = "import time; print('working', flush=True); time.sleep(5)"
+for dag_id, action, script in (("al_kill_sync", "cancel", LONG), ("al_kill_keep", "keep", KEPT)):
+    with DAG(dag_id, schedule=None, start_date=START, catchup=False):
+        AnylaunchOperator(
+            task_id="long",
+            app=python_app("long", script),
+            scheduler="local_cwd",
+            poll_interval=0.5,
+            on_kill_action=action,
+        )
+
+for dag_id, deferrable in (("al_timeout_sync", False), ("al_timeout_deferred", True)):
+    with DAG(dag_id, schedule=None, start_date=START, catchup=False):
+        AnylaunchOperator(
+            task_id="long",
+            app=python_app("long", LONG),
+            scheduler="local_cwd",
+            poll_interval=0.5,
+            deferrable=deferrable,
+            execution_timeout=timedelta(seconds=3),
+        )
+
+with DAG("al_startup_timeout", schedule=None, start_date=START, catchup=False):
+    AnylaunchOperator(
+        task_id="slow_start",
+        app=python_app("slow-start", LONG),
+        scheduler="local_cwd",
+        startup_timeout=0,  # it is SUBMITTED when first seen: not RUNNING in time
+    )
+
+with DAG("al_bad_inputs", schedule=None, start_date=START, catchup=False):
+    AnylaunchOperator(
+        task_id="unknown_scheduler",
+        component="utils.echo",
+        scheduler="{{ 'local_cdw' }}",  # templated, so only the rendered value can be checked
+        retries=3,
+    )
+    AnylaunchOperator(
+        task_id="bad_cfg",
+        component="utils.echo",
+        scheduler="local_cwd",
+        cfg={"log_dirr": "/tmp/logs"},
+        retries=3,
+    )
+    AnylaunchOperator(
+        task_id="bad_component_args",
+        component="utils.echo",
+        component_args={"msgg": "hi"},
+        scheduler="local_cwd",
+    )
+    AnylaunchOperator(task_id="no_scheduler", component="utils.echo", anylaunch_conn_id=None)

@@ -1,0 +1,64 @@
+"""DAGs for durable retries: a retry reattaches to the app instead of launching it again."""
+
+import sys
+from datetime import datetime, timedelta
+from typing import Any
+
+from airflow.sdk import DAG
+
+import anylaunch.specs as specs
+from airflow_anylaunch.operators import AnylaunchOperator
+
+START = datetime(2024, 1, 1)
+NO_DELAY = timedelta(seconds=0)
+
+
+class CrashOnFirstTry(AnylaunchOperator):
+    """Dies while waiting on its first try, like a worker lost after the app was launched
+    (the handle is already in task_state_store); the app itself keeps running."""
+
+    def poll_until_complete(self, external_id: Any, context: Any) -> None:
+        if context["ti"].try_number == 1:
+            raise RuntimeError(f"simulated worker crash while waiting for {external_id}")
+        super().poll_until_complete(external_id, context)
+
+
+def app(name: str, script: str) -> specs.AppDef:
+    return specs.AppDef(
+        name=name,
+        roles=[specs.Role(name="job", image=".", entrypoint=sys.executable, args=["-c", script])],
+    )
+
+
+SLOW_OK = "import time; time.sleep(2); print('done after the crash', flush=True)"
+# fails the first time it runs, succeeds the next (a marker file the test names)
+FLAKY = """
+import os, sys
+marker = os.environ["AL_TEST_MARKER"]
+if not os.path.exists(marker):
+    open(marker, "w").close()
+    sys.exit("first launch fails")
+print("second launch works", flush=True)
+"""
+
+for dag_id, deferrable in (("al_retry_reattach", False), ("al_retry_reattach_deferred", True)):
+    with DAG(dag_id, schedule=None, start_date=START, catchup=False):
+        CrashOnFirstTry(
+            task_id="job",
+            app=app("slow-ok", SLOW_OK),
+            scheduler="local_cwd",
+            poll_interval=0.5,
+            deferrable=deferrable,
+            retries=1,
+            retry_delay=NO_DELAY,
+        )
+
+with DAG("al_retry_after_failure", schedule=None, start_date=START, catchup=False):
+    AnylaunchOperator(
+        task_id="job",
+        app=app("flaky", FLAKY),
+        scheduler="local_cwd",
+        poll_interval=0.5,
+        retries=1,
+        retry_delay=NO_DELAY,
+    )

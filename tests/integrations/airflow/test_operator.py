@@ -1,0 +1,172 @@
+"""AnylaunchOperator on real Airflow (dag.test(), SQLite) and real local_cwd apps."""
+
+import json
+import os
+from pathlib import Path
+from typing import Any, Callable, Dict, List
+
+import pytest
+
+
+def test_a_failing_app_fails_the_task_with_its_message_and_last_lines(
+    airflow: Any, apps: Callable[[], List[Any]], capfd: pytest.CaptureFixture[str]
+) -> None:
+    dagrun = airflow.run(airflow.test_dag("operator_dags.py", "al_sync_fail"))
+    out = capfd.readouterr().out
+    assert airflow.states(dagrun) == {"fail": "failed"}
+    (app,) = apps()
+    assert app.state.name == "FAILED"
+    assert f"AnylaunchAppError: anylaunch app {app.app_handle} ended FAILED" in out
+    # the error quotes the last lines the app wrote (stderr included)
+    assert "  worker/0 about to fail: the input is missing" in out
+    # the handle was on XCom before the wait, so it is there although the task failed
+    assert airflow.xcoms(dagrun, "fail")["app_handle"] == app.app_handle
+
+
+def test_deferred_run_streams_the_selected_replica_from_the_trigger(
+    airflow: Any, apps: Callable[[], List[Any]], capfd: pytest.CaptureFixture[str]
+) -> None:
+    dagrun = airflow.run(airflow.test_dag("operator_dags.py", "al_deferred_logs"))
+    out = capfd.readouterr().out
+    assert airflow.states(dagrun) == {"count": "success"}
+    for i in range(4):
+        assert f"worker/1 tick {i}" in out
+    assert "worker/0 tick" not in out  # log_replicas=[1]
+    (app,) = apps()
+    result = airflow.xcoms(dagrun, "count")["return_value"]
+    assert (result["app_handle"], result["state"]) == (app.app_handle, "SUCCEEDED")
+
+
+def test_deferred_failure_fails_the_task_with_the_message(
+    airflow: Any, apps: Callable[[], List[Any]], capfd: pytest.CaptureFixture[str]
+) -> None:
+    dagrun = airflow.run(airflow.test_dag("operator_dags.py", "al_deferred_fail"))
+    out = capfd.readouterr().out
+    assert airflow.states(dagrun) == {"fail": "failed"}
+    (app,) = apps()
+    assert f"anylaunch app {app.app_handle} ended FAILED" in out
+    assert "worker/0 about to fail: the input is missing" in out
+
+
+def test_scheduler_and_cfg_come_from_the_anylaunch_connection(
+    airflow: Any,
+    apps: Callable[[], List[Any]],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    log_dir = tmp_path / "conn-logs"
+    monkeypatch.setenv("AL_TEST_LOG_DIR", str(log_dir))
+    extra = {"scheduler": "local_cwd", "cfg": f"log_dir={log_dir},cancel_grace_s=1"}
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_ANYLAUNCH_TEST", json.dumps({"conn_type": "anylaunch", "extra": extra})
+    )
+    dagrun = airflow.run(airflow.test_dag("operator_dags.py", "al_conn_defaults"))
+    out = capfd.readouterr().out
+    assert airflow.states(dagrun) == {"from_conn": "success"}
+    (app,) = apps()
+    assert app.app_handle.startswith("local_cwd://")
+    # the connection's log_dir reached the scheduler: the logs are there
+    assert (
+        (log_dir / app.app_id / "python" / "0" / "combined.log")
+        .read_text()
+        .startswith("log dir is")
+    )
+    assert f"python/0 log dir is {log_dir}" in out
+
+
+def test_templated_fields_are_rendered_and_typed(
+    airflow: Any, apps: Callable[[], List[Any]], capfd: pytest.CaptureFixture[str]
+) -> None:
+    dagrun = airflow.run(airflow.test_dag("operator_dags.py", "al_templated_cfg"))
+    out = capfd.readouterr().out
+    assert airflow.states(dagrun) == {"templated": "success"}
+    (app,) = apps()
+    assert app.name == "renamed-al-templated-cfg"
+    assert "echo/0 echo from al_templated_cfg" in out and "echo/1 echo from al_templated_cfg" in out
+
+
+@pytest.mark.parametrize(
+    ("dag_id", "end_state"), [("al_kill_sync", "CANCELLED"), ("al_kill_keep", "RUNNING")]
+)
+def test_killing_the_task_cancels_the_app_unless_told_to_keep_it(
+    airflow: Any,
+    apps: Callable[[], List[Any]],
+    kill_task_when_running: Callable[[], Dict[str, Any]],
+    waiter: Callable[..., Any],
+    capfd: pytest.CaptureFixture[str],
+    dag_id: str,
+    end_state: str,
+) -> None:
+    seen = kill_task_when_running()
+    dagrun = airflow.run(airflow.test_dag("operator_dags.py", dag_id))
+    (app,) = apps()
+    out = capfd.readouterr().out
+    waiter("the kill", lambda: "states_after_kill" in seen, timeout=30)
+    if end_state == "CANCELLED":
+        waiter("the app to end", lambda: apps()[0].state.name == "CANCELLED", timeout=30)
+        assert f"task killed: cancelling anylaunch app {app.app_handle}" in out
+        assert airflow.states(dagrun) == {"long": "failed"}
+        assert seen["states_after_kill"] == ["CANCELLED"]
+    else:
+        assert f"leaving anylaunch app {app.app_handle} running" in out
+        assert seen["states_after_kill"] == ["RUNNING"]
+
+
+@pytest.mark.parametrize("dag_id", ["al_timeout_sync", "al_timeout_deferred"])
+def test_execution_timeout_cancels_the_app(
+    airflow: Any,
+    apps: Callable[[], List[Any]],
+    waiter: Callable[..., Any],
+    capfd: pytest.CaptureFixture[str],
+    dag_id: str,
+) -> None:
+    dagrun = airflow.run(airflow.test_dag("operator_dags.py", dag_id))
+    out = capfd.readouterr().out
+    assert airflow.states(dagrun) == {"long": "failed"}
+    waiter("the app to be cancelled", lambda: apps()[0].state.name == "CANCELLED", timeout=30)
+    (app,) = apps()
+    assert f"cancelling anylaunch app {app.app_handle}" in out
+
+
+def test_startup_timeout_cancels_an_app_that_is_not_running_in_time(
+    airflow: Any,
+    apps: Callable[[], List[Any]],
+    waiter: Callable[..., Any],
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    dagrun = airflow.run(airflow.test_dag("operator_dags.py", "al_startup_timeout"))
+    out = capfd.readouterr().out
+    assert airflow.states(dagrun) == {"slow_start": "failed"}
+    (app,) = apps()
+    assert (
+        f"AnylaunchAppTimeout: anylaunch app {app.app_handle} was not RUNNING within startup_timeout=0s"
+        in out
+    )
+    waiter("the app to be cancelled", lambda: apps()[0].state.name == "CANCELLED", timeout=30)
+
+
+def test_bad_inputs_fail_at_execute_time_without_retries(
+    airflow: Any, apps: Callable[[], List[Any]], capfd: pytest.CaptureFixture[str]
+) -> None:
+    dagrun = airflow.run(airflow.test_dag("operator_dags.py", "al_bad_inputs"))
+    out = capfd.readouterr().out
+    tis = airflow.tis(dagrun)
+    assert {t: str(ti.state) for t, ti in tis.items()} == {
+        "unknown_scheduler": "failed",
+        "bad_cfg": "failed",
+        "bad_component_args": "failed",
+        "no_scheduler": "failed",
+    }
+    # AirflowFailException: retries=3 is not used up on input that cannot work
+    assert tis["unknown_scheduler"].try_number == 1 and tis["bad_cfg"].try_number == 1
+    assert "unknown scheduler 'local_cdw'. Did you mean 'local_cwd'?" in out
+    assert "log_dirr" in out and "Did you mean 'log_dir'?" in out
+    assert "msgg" in out
+    assert "no scheduler given" in out
+    assert apps() == []  # nothing was launched
+
+
+def test_env_var_connection_is_not_needed_when_the_default_is_missing() -> None:
+    # sanity check of the test environment itself: no anylaunch_default connection here
+    assert "AIRFLOW_CONN_ANYLAUNCH_DEFAULT" not in os.environ

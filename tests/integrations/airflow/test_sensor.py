@@ -1,0 +1,59 @@
+"""AnylaunchAppSensor on real Airflow, watching apps launched by an upstream task."""
+
+from typing import Any, Callable, List
+
+import pytest
+
+
+@pytest.mark.parametrize("mode", ["poke", "reschedule", "deferrable"])
+def test_sensor_waits_for_an_app_launched_upstream(
+    airflow: Any, apps: Callable[[], List[Any]], capfd: pytest.CaptureFixture[str], mode: str
+) -> None:
+    dagrun = airflow.run(airflow.test_dag("sensor_dags.py", f"al_sensor_{mode}"))
+    out = capfd.readouterr().out
+    tis = airflow.tis(dagrun)
+    assert {t: str(ti.state) for t, ti in tis.items()} == {"launch": "success", "wait": "success"}
+    (app,) = apps()
+    assert app.state.name == "SUCCEEDED"
+    launched = airflow.xcoms(dagrun, "launch")
+    assert launched["app_handle"] == app.app_handle
+    # wait_for_completion=False: launch returned while the app was still going
+    assert launched["return_value"]["state"] in ("SUBMITTED", "PENDING", "RUNNING")
+    result = airflow.xcoms(dagrun, "wait")["return_value"]
+    assert (result["app_handle"], result["state"]) == (app.app_handle, "SUCCEEDED")
+    # only reschedule mode gives the worker slot back between pokes (the app runs ~3 s)
+    assert (airflow.reschedules(tis["wait"]) > 0) == (mode == "reschedule")
+    if mode == "deferrable":
+        assert "[DAG TEST] running trigger in line" in out or "waiting for anylaunch app" in out
+        assert "job/0 finished the job" in out  # stream_logs=True
+
+
+def test_sensor_fails_with_the_app_message_and_soft_fail_skips(
+    airflow: Any, apps: Callable[[], List[Any]], capfd: pytest.CaptureFixture[str]
+) -> None:
+    dagrun = airflow.run(airflow.test_dag("sensor_dags.py", "al_sensor_failed"))
+    out = capfd.readouterr().out
+    tis = airflow.tis(dagrun)
+    assert {t: str(ti.state) for t, ti in tis.items()} == {
+        "launch": "success",
+        "poke": "failed",
+        "deferred": "failed",
+        "soft": "skipped",
+    }
+    assert tis["poke"].try_number == 1  # a failed app is final: no retry (retries=2)
+    (app,) = apps()
+    assert f"AnylaunchSensorError: anylaunch app {app.app_handle} ended FAILED" in out
+    assert "the input is corrupt" in out
+
+
+def test_sensor_on_an_unknown_or_malformed_handle_fails_clearly(
+    airflow: Any, capfd: pytest.CaptureFixture[str]
+) -> None:
+    dagrun = airflow.run(airflow.test_dag("sensor_dags.py", "al_sensor_unknown"))
+    out = capfd.readouterr().out
+    assert airflow.states(dagrun) == {"unknown": "failed", "malformed": "failed"}
+    assert "anylaunch app local_cwd://anylaunch/nosuchapp-1234 does not exist" in out
+    assert (
+        "app_handle='not-a-handle' is invalid: not of the form {scheduler}://{session_name}/{app_id}"
+        in out
+    )

@@ -1,0 +1,209 @@
+"""AnylaunchAppTrigger in an event loop, driven the way Airflow's triggerer drives it."""
+
+import asyncio
+import contextlib
+import sys
+import time
+from typing import Any, Callable, Dict, List, Tuple
+
+import pytest
+
+from anylaunch.runner import get_runner
+from anylaunch.specs import AppDef, Role
+from anylaunch.specs.errors import InvalidSpecError
+
+
+def launch(script: str, replicas: int = 1) -> str:
+    app = AppDef(
+        name="trig",
+        roles=[
+            Role(
+                name="job",
+                image=".",
+                entrypoint=sys.executable,
+                args=["-c", script],
+                num_replicas=replicas,
+            )
+        ],
+    )
+    with get_runner() as runner:
+        return runner.run(app, "local_cwd")
+
+
+def state(handle: str) -> str:
+    with get_runner() as runner:
+        status = runner.status(handle)
+    return status.state.name if status else "GONE"
+
+
+def first_event(trigger: Any, timeout: float = 60) -> Dict[str, Any]:
+    async def main() -> Any:
+        return await asyncio.wait_for(trigger.run().__anext__(), timeout)
+
+    return asyncio.run(main()).payload
+
+
+def test_serialize_round_trip_keeps_only_json_friendly_kwargs(state_dir: Any) -> None:
+    import json
+
+    from airflow.sdk._shared.module_loading import import_string
+    from airflow.sdk.serde import deserialize, serialize
+
+    from airflow_anylaunch.triggers import AnylaunchAppTrigger
+
+    trigger = AnylaunchAppTrigger(
+        "local_cwd://team/train-1a2b",
+        poll_interval=2.5,
+        log_roles=["trainer"],
+        log_replicas=[0],
+        log_positions={"trainer/0": 42},
+        startup_deadline=1_900_000_000.0,
+        run_deadline=1_900_003_600.0,
+        cancel_on_kill=False,
+    )
+    classpath, kwargs = trigger.serialize()
+    assert classpath == "airflow_anylaunch.triggers.AnylaunchAppTrigger"
+    assert json.loads(json.dumps(kwargs)) == kwargs  # plain JSON, nothing Python-specific
+    # the task runner serde-encodes the kwargs; the triggerer decodes them and rebuilds
+    rebuilt = import_string(classpath)(**deserialize(serialize(kwargs)))
+    assert rebuilt.serialize() == (classpath, kwargs)
+    assert rebuilt.log_positions == {"trainer/0": 42} and rebuilt.cancel_on_kill is False
+
+
+def test_trigger_rejects_bad_arguments_clearly() -> None:
+    from airflow_anylaunch.triggers import AnylaunchAppTrigger
+
+    with pytest.raises(InvalidSpecError, match=r"app_handle='nope' is invalid: not of the form"):
+        AnylaunchAppTrigger("nope")
+    with pytest.raises(InvalidSpecError, match=r"poll_interval=0 is invalid"):
+        AnylaunchAppTrigger("local_cwd://s/a-1", poll_interval=0)
+
+
+def test_trigger_fires_once_with_the_final_status_and_log_cursor(
+    state_dir: Any, caplog: pytest.LogCaptureFixture, capfd: pytest.CaptureFixture[str]
+) -> None:
+    from airflow_anylaunch.triggers import AnylaunchAppTrigger
+
+    handle = launch(
+        "import time\nfor i in range(3):\n    print('line', i, flush=True); time.sleep(0.2)"
+    )
+    # resume from a cursor that says line 0 was already shown: it is not repeated
+    event = first_event(AnylaunchAppTrigger(handle, poll_interval=0.2, log_positions={"job/0": 1}))
+    assert event["status"] == "success"
+    assert event["app_status"]["state"] == "SUCCEEDED"
+    assert event["app_status"]["app_handle"] == handle
+    assert event["log_positions"] == {"job/0": 3}
+    assert event["log_tail"] == ["job/0 line 1", "job/0 line 2"]
+    logged = caplog.text + capfd.readouterr().out
+    assert "job/0 line 1" in logged and "job/0 line 0" not in logged
+
+
+def test_trigger_reports_a_failed_and_an_unknown_app(state_dir: Any) -> None:
+    from airflow_anylaunch.triggers import AnylaunchAppTrigger
+
+    handle = launch("import sys; print('oops', flush=True); sys.exit(2)")
+    event = first_event(AnylaunchAppTrigger(handle, poll_interval=0.2))
+    assert event["status"] == "failed"
+    assert event["message"].startswith(f"anylaunch app {handle} ended FAILED")
+    assert "job/0 oops" in event["message"]
+
+    gone = first_event(AnylaunchAppTrigger("local_cwd://anylaunch/never-1234", poll_interval=0.2))
+    assert gone["status"] == "error" and "does not exist" in gone["message"]
+
+
+def test_run_deadline_cancels_the_app(state_dir: Any, waiter: Callable[..., Any]) -> None:
+    from airflow_anylaunch.triggers import AnylaunchAppTrigger
+
+    handle = launch("import time; time.sleep(120)")
+    event = first_event(
+        AnylaunchAppTrigger(handle, poll_interval=0.2, run_deadline=time.time() + 1.5)
+    )
+    assert event["status"] == "timeout"
+    assert "execution timeout" in event["message"] and "it was cancelled" in event["message"]
+    waiter("the app to be cancelled", lambda: state(handle) == "CANCELLED", timeout=30)
+
+
+def run_in_triggerer(
+    trigger: Any, stop: Callable[[Any, asyncio.Task], Any]
+) -> Tuple[List[Any], BaseException]:
+    """Runs ``trigger`` in Airflow's own TriggerRunner.run_trigger until the app RUNS, then
+    stops it with ``stop(runner, task)``; returns the events and how the task ended."""
+    from airflow.jobs.triggerer_job_runner import TriggerRunner
+
+    async def main() -> Tuple[List[Any], BaseException]:
+        runner = TriggerRunner()
+        task = asyncio.create_task(runner.run_trigger(1, trigger))
+        runner.triggers[1] = {"task": task, "name": "anylaunch", "events": 0, "is_watcher": False}
+        deadline = time.monotonic() + 30
+        while state(trigger.app_handle) != "RUNNING" and time.monotonic() < deadline:
+            await asyncio.sleep(0.1)
+        await asyncio.sleep(0.5)  # the trigger is polling
+        await stop(runner, task)
+        ended: BaseException = RuntimeError("not ended")
+        try:
+            await asyncio.wait_for(task, 30)
+        except BaseException as e:  # CancelledError is a BaseException
+            ended = e
+        return list(runner.events), ended
+
+    return asyncio.run(main())
+
+
+def test_user_kill_in_the_triggerer_cancels_the_app(
+    state_dir: Any, waiter: Callable[..., Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from airflow_anylaunch.triggers import AnylaunchAppTrigger
+
+    monkeypatch.setenv("AIRFLOW_DISABLE_GREENBACK_PORTAL", "true")
+    handle = launch("import time; time.sleep(120)")
+
+    async def user_kill(runner: Any, task: Any) -> None:
+        runner.to_cancel.append(1)  # what the triggerer does for mark-failed / clear
+        await runner.cancel_triggers()
+
+    events, ended = run_in_triggerer(AnylaunchAppTrigger(handle, poll_interval=0.2), user_kill)
+    assert isinstance(ended, asyncio.CancelledError) and events == []
+    waiter("the app to be cancelled", lambda: state(handle) == "CANCELLED", timeout=30)
+
+
+def test_triggerer_restart_never_cancels_and_a_new_trigger_resumes(
+    state_dir: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from airflow_anylaunch.triggers import AnylaunchAppTrigger
+
+    monkeypatch.setenv("AIRFLOW_DISABLE_GREENBACK_PORTAL", "true")
+    handle = launch("import time; time.sleep(3); print('survived the restart', flush=True)")
+    trigger = AnylaunchAppTrigger(handle, poll_interval=0.2)
+
+    async def shutdown(runner: Any, task: Any) -> None:
+        task.cancel()  # a triggerer stopping cancels its tasks with no user-action message
+
+    events, ended = run_in_triggerer(trigger, shutdown)
+    assert isinstance(ended, asyncio.CancelledError) and events == []
+    assert state(handle) == "RUNNING"
+    # another triggerer rebuilds the trigger from its serialized kwargs and finishes the wait
+    _, kwargs = trigger.serialize()
+    event = first_event(AnylaunchAppTrigger(**kwargs))
+    assert event["status"] == "success"
+    assert "job/0 survived the restart" in event["log_tail"]
+
+
+def test_cancel_on_kill_false_leaves_the_app_running(
+    state_dir: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from airflow_anylaunch.triggers import AnylaunchAppTrigger
+
+    monkeypatch.setenv("AIRFLOW_DISABLE_GREENBACK_PORTAL", "true")
+    handle = launch("import time; time.sleep(120)")
+
+    async def user_kill(runner: Any, task: Any) -> None:
+        runner.to_cancel.append(1)
+        await runner.cancel_triggers()
+
+    run_in_triggerer(
+        AnylaunchAppTrigger(handle, poll_interval=0.2, cancel_on_kill=False), user_kill
+    )
+    time.sleep(0.5)
+    assert state(handle) == "RUNNING"
+    with contextlib.suppress(Exception), get_runner() as runner:
+        runner.cancel(handle)
