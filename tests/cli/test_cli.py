@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from anylaunch.specs import AppState, parse_app_handle
+from anylaunch.specs.serialize import appdef_from_yaml, appdef_to_dict
 
 
 def error_lines(stderr: str) -> list[str]:
@@ -174,6 +175,10 @@ def test_describe_prints_the_app_as_yaml(cli: Any) -> None:
     [role] = data["AppDef"]["roles"]
     assert role["name"] == "echo"
     assert role["num_replicas"] == 1
+    # the printed document reads back as the AppDef it shows
+    app = appdef_from_yaml(result.stdout)
+    assert app.roles[0].args == ["described"]
+    assert appdef_to_dict(app) == data["AppDef"]
 
 
 def test_list_shows_launched_apps(cli: Any) -> None:

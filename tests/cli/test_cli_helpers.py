@@ -7,12 +7,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from anylaunch.cli.cmd_base import one_line
-from anylaunch.cli.cmd_describe import to_plain
 from anylaunch.cli.cmd_log import parse_identifier
 from anylaunch.cli.cmd_run import split_component_args
 from anylaunch.cli.main import create_parser, get_sub_cmds
 from anylaunch.specs import AppDef, Resource, Role, make_app_handle
 from anylaunch.specs.errors import InvalidSpecError
+from anylaunch.specs.serialize import appdef_to_dict
 
 names = st.from_regex(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,15}", fullmatch=True)
 
@@ -70,11 +70,11 @@ def test_one_line_has_no_newlines(message: str) -> None:
     assert "\r" not in one_line(message)
 
 
-def test_to_plain_is_yaml_safe() -> None:
+def test_the_printed_app_is_yaml_safe() -> None:
     import yaml
 
     app = AppDef("a", [Role("r", image="/tmp", entrypoint="echo", resource=Resource(1, 0, 64))])
-    plain = to_plain(app)
+    plain = appdef_to_dict(app)
     assert yaml.safe_load(yaml.safe_dump(plain)) == plain
     assert plain["roles"][0]["retry_policy"] == "APPLICATION"
 

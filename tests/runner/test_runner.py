@@ -708,6 +708,126 @@ def test_unknown_component_suggests_the_closest(backend: ProcBackend) -> None:
     assert backend.apps == {}
 
 
+def test_materialize_component_is_the_app_dryrun_component_submits(
+    backend: ProcBackend, tmp_path: Path
+) -> None:
+    (Path.cwd() / ".anylaunchconfig").write_text(
+        "[component:utils.echo]\nmsg = from-config\nnum_replicas = 3\n"
+    )
+    runner = Runner(
+        "test",
+        {"proc": lambda session_name, **kw: ProcScheduler(session_name, backend)},
+        component_defaults={"utils.echo": {"msg": "from-runner"}},
+    )
+    with runner:
+        for args in ([], ["--msg", "cli"], {"msg": "dict", "num_replicas": 2}):
+            app = runner.materialize_component("utils.echo", args)
+            submitted = runner.dryrun_component("utils.echo", args, "proc")._app
+            assert runner.dryrun(app, "proc")._app == submitted
+        # defaults: the runner's over the config file's over the function's
+        app = runner.materialize_component("utils.echo", [])
+        assert (app.roles[0].args, app.roles[0].num_replicas) == (["from-runner"], 3)
+
+        # the point of it: edit the app before the dryrun
+        app.roles[0].env["EXTRA"] = "1"
+        app.name = "renamed"
+        handle = runner.run(app, "proc")
+        assert parse_app_handle(handle).app_id.startswith("renamed-")
+        assert runner.wait(handle, wait_interval=0.1).state == AppState.SUCCEEDED
+        assert backend.app_defs[parse_app_handle(handle).app_id].roles[0].env["EXTRA"] == "1"
+
+
+@pytest.mark.parametrize(
+    "component, args, error",
+    [
+        ("", [], "component='' is invalid: must be a non-empty str"),
+        (None, [], "component=None is invalid"),
+        ("utils.echo", "--msg hi", "component_args='--msg hi' is invalid: must be a list of str"),
+        ("utils.echo", [1, 2], "component_args=[1, 2] is invalid"),
+        ("utils.echo", {"": "x"}, "component_args='' is invalid: keys must be parameter names"),
+        ("utils.echo", ["--nope", "x"], "nope"),
+    ],
+)
+def test_materialize_component_names_bad_input(
+    backend: ProcBackend, component: Any, args: Any, error: str
+) -> None:
+    with make_runner(backend) as runner, pytest.raises(InvalidSpecError) as info:
+        runner.materialize_component(component, args)
+    assert error in str(info.value)
+    assert "Fix:" in str(info.value)
+
+
+class BatchProcScheduler(ProcScheduler):
+    """A backend that answers for many apps in one call (as Slurm, Batch and Kubernetes do)."""
+
+    batches: list[list[str]]
+
+    def describe_many(self, app_ids: Any) -> dict[str, DescribeAppResponse | None]:
+        self.batches.append(list(app_ids))
+        return {app_id: self.describe(app_id) for app_id in app_ids}
+
+
+def batch_runner(backend: ProcBackend, batches: list[list[str]]) -> Runner:
+    def batch(session_name: str, **kw: Any) -> BatchProcScheduler:
+        sched = BatchProcScheduler(session_name, backend, "batch")
+        sched.batches = batches
+        return sched
+
+    return Runner(
+        "test",
+        {"batch": batch, "proc": lambda session_name, **kw: ProcScheduler(session_name, backend)},
+    )
+
+
+def test_status_many_asks_each_scheduler_once_and_agrees_with_status(
+    backend: ProcBackend,
+) -> None:
+    batches: list[list[str]] = []
+    with batch_runner(backend, batches) as runner:
+        ok = [runner.run(sh_app("true", name=f"ok{i}"), "batch") for i in range(3)]
+        bad = runner.run(sh_app("exit 3", name="bad"), "batch")
+        other = runner.run(sh_app("true", name="other"), "proc")
+        for handle in [*ok, bad, other]:
+            runner.wait(handle, wait_interval=0.1, timeout=30)
+        gone = "batch://elsewhere/never-launched-1"
+        # another session's handle of an app is the same app: it is asked for once
+        alias = ok[0].replace("://test/", "://another/")
+        asked = [other, gone, *ok, bad, ok[1], alias]
+
+        batches.clear()
+        statuses = runner.status_many(iter(asked))  # any iterable, even a one-shot one
+
+        assert list(statuses) == list(dict.fromkeys(asked))  # input order, each once
+        assert len(batches) == 1  # one backend call for the four apps of "batch"
+        assert sorted(batches[0]) == sorted({parse_app_handle(h).app_id for h in [gone, *ok, bad]})
+        assert statuses[gone] is None
+        for handle in [*ok, bad, other, alias]:
+            assert statuses[handle] == runner.status(handle)
+        assert [statuses[h].state for h in ok] == [AppState.SUCCEEDED] * 3  # type: ignore[union-attr]
+        failed = statuses[bad]
+        assert failed is not None and failed.state == AppState.FAILED
+        assert failed.msg == "a replica exited non-zero"
+        assert runner.status_many([]) == {}
+
+
+@pytest.mark.parametrize(
+    "handles, error",
+    [
+        ("batch://test/x", InvalidSpecError),
+        (None, InvalidSpecError),
+        (["batch://test/x", "not-a-handle"], MalformedAppHandleException),
+        (["batch://test/x", "nosuch://test/x"], UnknownSchedulerException),
+    ],
+)
+def test_status_many_rejects_bad_handles_before_asking_anyone(
+    backend: ProcBackend, handles: Any, error: type[Exception]
+) -> None:
+    batches: list[list[str]] = []
+    with batch_runner(backend, batches) as runner, pytest.raises(error):
+        runner.status_many(handles)
+    assert batches == []
+
+
 # ---------------------------------------------------------------------------------------------
 # local_cwd, the real built-in scheduler
 # ---------------------------------------------------------------------------------------------

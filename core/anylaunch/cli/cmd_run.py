@@ -177,13 +177,13 @@ class CmdRun(SubCommand):
 
     @staticmethod
     def _print_dryrun(info: object) -> None:
-        import yaml
-
-        from anylaunch.cli.cmd_describe import to_plain
+        from anylaunch.specs.api import AppDef
+        from anylaunch.specs.serialize import appdef_to_yaml
 
         app = getattr(info, "_app", None)
         print("=== APPLICATION ===")
-        print(yaml.safe_dump(to_plain(app), sort_keys=False), end="")
+        if isinstance(app, AppDef):
+            print(appdef_to_yaml(app), end="")
         print("=== SCHEDULER REQUEST ===")
         print(info)
 
@@ -192,7 +192,8 @@ def wait_and_report(runner: Runner, app_handle: str, log: bool) -> int:
     """Waits for the app (streaming its logs to stderr if ``log``), prints the final status to
     stderr, and returns 0 if it SUCCEEDED, else 1. Interrupting it leaves the app running.
     """
-    from anylaunch.cli.cmd_log import LogPump, find_replicas, wait_until_started
+    from anylaunch.cli.cmd_log import wait_until_started
+    from anylaunch.runner.logs import LogPump, find_replicas
     from anylaunch.specs.api import AppState
     from anylaunch.specs.errors import UnknownAppException
 

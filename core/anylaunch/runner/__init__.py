@@ -7,8 +7,10 @@
 >>> runner.close()
 
 Run options in ``.anylaunchconfig`` files are applied by :meth:`Runner.dryrun` (see
-:mod:`anylaunch.runner.config`).
+:mod:`anylaunch.runner.config`). Reading many replicas' logs at once: :mod:`anylaunch.runner.logs`.
 """
+
+from typing import TYPE_CHECKING, Any
 
 from anylaunch.runner.api import (
     DEFAULT_SESSION_NAME,
@@ -21,13 +23,31 @@ from anylaunch.runner.api import (
     poll_intervals,
 )
 
+if TYPE_CHECKING:
+    from anylaunch.runner.logs import LineSink, LogPump, find_replicas
+
+# the log readers are needed by few callers: load them on first use only
+_LAZY = {"LineSink", "LogPump", "find_replicas"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        from anylaunch.runner import logs
+
+        return getattr(logs, name)
+    raise AttributeError(f"module 'anylaunch.runner' has no attribute {name!r}")
+
+
 __all__ = [
     "DEFAULT_SESSION_NAME",
     "ENV_ANYLAUNCH_JOB_ID",
     "ENV_ANYLAUNCH_PARENT_RUN_ID",
     "ENV_ANYLAUNCH_SESSION",
     "AppWaitTimeoutError",
+    "LineSink",
+    "LogPump",
     "Runner",
+    "find_replicas",
     "get_runner",
     "poll_intervals",
 ]

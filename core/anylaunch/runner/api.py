@@ -22,7 +22,13 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from anylaunch.schedulers import get_scheduler_factories
-from anylaunch.schedulers.api import ListAppResponse, Scheduler, SchedulerFactory, Stream
+from anylaunch.schedulers.api import (
+    DescribeAppResponse,
+    ListAppResponse,
+    Scheduler,
+    SchedulerFactory,
+    Stream,
+)
 from anylaunch.specs.api import (
     NONE,
     AppDef,
@@ -293,6 +299,38 @@ class Runner:
         parent_run_id: str | None = None,
     ) -> AppDryRunInfo[Any]:
         """Dryrun version of :meth:`run_component`: returns what would be submitted."""
+        app = self.materialize_component(component, component_args)
+        return self.dryrun(app, scheduler, cfg, workspace, parent_run_id)
+
+    def materialize_component(
+        self,
+        component: str,
+        component_args: Sequence[str] | Mapping[str, object],
+    ) -> AppDef:
+        """Builds the AppDef of a named component, as :meth:`dryrun_component` would submit
+        it, without dry-running it: edit it (env, name, image), then pass it to
+        :meth:`dryrun` or :meth:`run`.
+
+        Parameters the arguments leave out take their defaults from this runner's
+        ``component_defaults``, then from the ``[component:NAME]`` section of
+        ``.anylaunchconfig``, then from the component function.
+
+        >>> with get_runner(component_defaults={"utils.echo": {"msg": "from-defaults"}}) as r:
+        ...     r.materialize_component("utils.echo", {}).roles[0].args
+        ...     r.materialize_component("utils.echo", ["--msg", "hi"]).roles[0].args
+        ['from-defaults']
+        ['hi']
+
+        Args:
+            component: component name (e.g. ``utils.echo`` or ``path/file.py:fn``)
+            component_args: CLI-style arguments (``["--msg", "hi"]``) or ``{param: value}``
+                (a list value of the ``*args`` parameter goes after ``--``; None: default)
+
+        Raises:
+            ComponentNotFoundException: no component has that name (with a did-you-mean)
+            InvalidSpecError: bad arguments (naming the parameter), or the component does
+                not return a valid AppDef
+        """
         from anylaunch.components import get_component
         from anylaunch.runner.config import get_configs
         from anylaunch.specs.builders import materialize_appdef
@@ -319,8 +357,7 @@ class Runner:
             **get_configs("component", component),
             **self._component_defaults.get(component, {}),
         }
-        app = materialize_appdef(component_fn, cli_args, defaults or None)
-        return self.dryrun(app, scheduler, cfg, workspace, parent_run_id)
+        return materialize_appdef(component_fn, cli_args, defaults or None)
 
     def run(
         self,
@@ -461,9 +498,51 @@ class Runner:
     def status(self, app_handle: AppHandle) -> AppStatus | None:
         """Returns the app's status, or None if the scheduler does not know the app."""
         sched, app_id = self._scheduler_app_id(app_handle)
-        desc = sched.describe(app_id)
+        return self._to_status(app_handle, sched.describe(app_id))
+
+    def status_many(self, app_handles: Iterable[AppHandle]) -> dict[AppHandle, AppStatus | None]:
+        """The statuses of many apps, with one ``describe_many`` call per scheduler (a
+        backend that supports it answers for all its apps at once).
+
+        >>> with get_runner() as runner:
+        ...     runner.status_many(["local_cwd://anylaunch/no-such-app-1"])
+        {'local_cwd://anylaunch/no-such-app-1': None}
+
+        Returns:
+            handle to status (None: the scheduler does not know the app), in input order;
+            a handle given twice appears once
+
+        Raises:
+            MalformedAppHandleException: a handle is malformed (nothing is queried)
+            UnknownSchedulerException: a handle names no known scheduler (nothing is queried)
+        """
+        if isinstance(app_handles, (str, bytes)) or not isinstance(app_handles, Iterable):
+            raise InvalidSpecError(
+                "app_handles",
+                app_handles,
+                "must be a list of app handles",
+                "pass e.g. [handle] (use Runner.status for one app)",
+            )
+        handles = list(app_handles)  # may be an iterator: it is walked twice
+        by_scheduler: dict[str, dict[AppHandle, str]] = {}
+        for handle in handles:
+            backend, _, app_id = parse_app_handle(handle)
+            by_scheduler.setdefault(backend, {})[handle] = app_id
+        # every scheduler is created before any is queried: a bad name fails up front
+        scheds = {backend: self._scheduler(backend) for backend in by_scheduler}
+        found: dict[AppHandle, AppStatus | None] = {}
+        for backend, ids in by_scheduler.items():
+            descs = scheds[backend].describe_many(list(dict.fromkeys(ids.values())))
+            for handle, app_id in ids.items():
+                found[handle] = self._to_status(handle, descs.get(app_id))
+        return {handle: found[handle] for handle in handles}
+
+    def _to_status(
+        self, app_handle: AppHandle, desc: DescribeAppResponse | None
+    ) -> AppStatus | None:
+        """The one conversion of a describe response into the status callers see."""
         if desc is None:
-            self._apps.pop(app_handle, None)
+            self._apps.pop(app_handle, None)  # gone from the scheduler: forget it here too
             return None
         return AppStatus(
             state=desc.state,

@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from anylaunch.runner import Runner
-    from anylaunch.schedulers.api import DescribeAppResponse
     from anylaunch.specs.api import AppStatus
 
 #: The connection the operator reads default settings from when none is named.
@@ -107,28 +106,6 @@ def check_handle(field: str, handle: object) -> str:
             f"\"{{{{ ti.xcom_pull(task_ids='launch', key='{XCOM_APP_HANDLE}') }}}}\"",
         ) from None
     return str(handle)
-
-
-def status_from_describe(desc: DescribeAppResponse | None) -> AppStatus | None:
-    """The :class:`AppStatus` ``Runner.status`` builds from a scheduler's describe response.
-
-    >>> from anylaunch.schedulers.api import DescribeAppResponse
-    >>> from anylaunch.specs.api import AppState
-    >>> status_from_describe(DescribeAppResponse("x", AppState.RUNNING, num_restarts=0)).state
-    <AppState.RUNNING: 3>
-    """
-    from anylaunch.specs.api import NONE, AppStatus
-
-    if desc is None:
-        return None
-    return AppStatus(
-        state=desc.state,
-        num_restarts=desc.num_restarts,
-        msg="" if desc.msg == NONE else desc.msg,
-        structured_error_msg=desc.structured_error_msg,
-        ui_url=desc.ui_url,
-        roles=desc.roles_statuses,
-    )
 
 
 def status_dict(handle: str, status: AppStatus | None) -> dict[str, Any]:

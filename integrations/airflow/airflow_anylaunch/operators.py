@@ -320,16 +320,9 @@ class AnylaunchOperator(ResumableJobMixin, BaseOperator):
         return app
 
     def _component_appdef(self) -> AppDef:
-        from anylaunch.components import get_component
-        from anylaunch.runner.api import _component_cli_args
-        from anylaunch.runner.config import get_configs
-        from anylaunch.specs.builders import materialize_appdef
-
-        name = str(self.component)
-        fn = get_component(name).fn
-        args = self.component_args or []
-        cli = _component_cli_args(fn, args) if isinstance(args, Mapping) else list(args)  # type: ignore[arg-type]
-        return materialize_appdef(fn, cli, get_configs("component", name) or None)
+        assert self._runner is not None
+        args: Sequence[str] | Mapping[str, object] = self.component_args or []  # type: ignore[assignment]
+        return self._runner.materialize_component(str(self.component), args)
 
     def _prepare(self, context: Context | None) -> tuple[str, dict[str, Any]]:
         """Validates the rendered arguments, reads the connection and creates this task's

@@ -2,8 +2,8 @@
 
 Every backend call runs in a worker thread, never on the event loop. Status polls of all the
 triggers of one event loop that watch apps of the same scheduler are batched into one
-``Scheduler.describe_many`` call per round, so a triggerer watching many apps makes one
-backend call where the backend supports it.
+``Runner.status_many`` call per round (one ``Scheduler.describe_many``), so a triggerer
+watching many apps makes one backend call where the backend supports it.
 
 The trigger yields exactly one event, a dict:
 
@@ -31,18 +31,16 @@ from airflow_anylaunch._common import (
     interval,
     seconds,
     status_dict,
-    status_from_describe,
 )
 
 # imported with the module (the triggerer imports it once), never on the event loop later
 from anylaunch.runner import get_runner, poll_intervals
-from anylaunch.schedulers import get_scheduler_factories
 from anylaunch.specs.api import AppState, parse_app_handle
 from anylaunch.specs.errors import UnknownSchedulerException
 
 if TYPE_CHECKING:
     from anylaunch.runner import Runner
-    from anylaunch.schedulers.api import DescribeAppResponse, Scheduler
+    from anylaunch.specs.api import AppStatus
 
 __all__ = ["AnylaunchAppTrigger"]
 
@@ -57,14 +55,14 @@ class _StatusPoller:
     worker thread, a batch at a time.
 
     The status requests that arrived since the last batch go to the backend as one
-    ``describe_many`` call; the log reads queued meanwhile run right after it in the same
-    thread. One thread per poller (rather than one pool job per trigger) keeps the loop from
-    waiting on the GIL behind many busy threads, and uses the scheduler from one thread only.
+    ``Runner.status_many`` call; the log reads queued meanwhile run right after it in the
+    same thread. One thread per poller (rather than one pool job per trigger) keeps the loop
+    from waiting on the GIL behind many busy threads, and uses the runner (and its
+    scheduler) from one thread at a time only.
     """
 
-    def __init__(self, scheduler: Scheduler[Any], runner: Runner) -> None:
-        self.scheduler = scheduler
-        #: used by the log reads (in the poller's thread)
+    def __init__(self, runner: Runner) -> None:
+        #: used by the status polls and the log reads (in the poller's thread)
         self.runner = runner
         self._status: dict[str, list[asyncio.Future[Any]]] = {}
         self._calls: list[tuple[Callable[[], Any], asyncio.Future[Any]]] = []
@@ -74,12 +72,12 @@ class _StatusPoller:
         if self._task is None or self._task.done():
             self._task = asyncio.get_running_loop().create_task(self._drain())
 
-    async def describe(self, app_id: str) -> DescribeAppResponse | None:
-        """The app's describe response (None: unknown app), from the next batch."""
+    async def status(self, app_handle: str) -> AppStatus | None:
+        """The app's status (None: unknown app), from the next batch."""
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        self._status.setdefault(app_id, []).append(future)
+        self._status.setdefault(app_handle, []).append(future)
         self._wake()
-        return cast("DescribeAppResponse | None", await future)
+        return cast("AppStatus | None", await future)
 
     async def call(self, fn: Callable[[], T]) -> T:
         """Runs ``fn`` in the poller's thread with the next batch."""
@@ -89,13 +87,13 @@ class _StatusPoller:
         return cast(T, await future)
 
     def _run(
-        self, app_ids: list[str], calls: list[Callable[[], Any]]
+        self, handles: list[str], calls: list[Callable[[], Any]]
     ) -> tuple[Any, list[tuple[bool, Any]]]:
         """The batch, in the worker thread: each outcome is (ok, result or exception)."""
         found: Any = {}
-        if app_ids:
+        if handles:
             try:
-                found = self.scheduler.describe_many(app_ids)
+                found = self.runner.status_many(handles)
             except Exception as e:
                 found = e
         outcomes: list[tuple[bool, Any]] = []
@@ -125,14 +123,14 @@ class _StatusPoller:
                     if not future.done():
                         future.set_exception(e)
                 continue
-            for app_id, futures in status.items():
+            for handle, futures in status.items():
                 for future in futures:
                     if future.done():
                         continue
                     if isinstance(found, Exception):
                         future.set_exception(found)
                     else:
-                        future.set_result(found.get(app_id))
+                        future.set_result(found.get(handle))
             for (_, future), (ok, value) in zip(calls, outcomes, strict=True):
                 if future.done():
                     continue
@@ -152,10 +150,13 @@ _POLLERS = weakref.WeakKeyDictionary()
 
 
 def _make_poller(backend: str, session: str) -> _StatusPoller:
-    factories = get_scheduler_factories()
-    if backend not in factories:
-        raise UnknownSchedulerException(backend, factories)
-    return _StatusPoller(factories[backend](session or "anylaunch"), get_runner(session or None))
+    runner = get_runner(session or None)
+    if backend not in runner.scheduler_backends():
+        raise UnknownSchedulerException(backend, runner.scheduler_backends())
+    # creates the scheduler now, so that one that cannot be created (e.g. its SDK is not
+    # installed) fails the trigger at once instead of failing every status poll
+    runner.scheduler_run_opts(backend)
+    return _StatusPoller(runner)
 
 
 async def _poller(backend: str, session: str) -> _StatusPoller:
@@ -253,7 +254,7 @@ class AnylaunchAppTrigger(BaseTrigger):
         await asyncio.to_thread(cancel_app, self.app_handle)
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
-        backend, session, app_id = parse_app_handle(self.app_handle)
+        backend, session, _ = parse_app_handle(self.app_handle)
         follower = LogFollower(self.log_positions, self.log_roles, self.log_replicas)
         try:
             poller = await _poller(backend, session)
@@ -266,7 +267,7 @@ class AnylaunchAppTrigger(BaseTrigger):
         self.log.info("waiting for anylaunch app %s", self.app_handle)
         while True:
             try:
-                status = status_from_describe(await poller.describe(app_id))
+                status = await poller.status(self.app_handle)
                 errors = 0
             except Exception as e:  # a flaky backend: keep trying a while
                 errors += 1

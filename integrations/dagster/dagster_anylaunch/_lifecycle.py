@@ -12,7 +12,6 @@ import contextlib
 import copy
 import queue
 import re
-import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -23,11 +22,13 @@ import dagster as dg
 
 from anylaunch.runner import Runner, get_runner, poll_intervals
 from anylaunch.specs.api import NONE, AppDef, AppHandle, AppState, AppStatus, Workspace
-from anylaunch.specs.errors import AnylaunchError, InvalidSpecError
+from anylaunch.specs.errors import AnylaunchError, UnknownAppException
 from anylaunch.specs.runopts import CfgVal
 
 if TYPE_CHECKING:
     from dagster._core.pipes.reattach import PipesLaunchHandle
+
+    from anylaunch.runner.logs import LogPump
 
 __all__ = [
     "AnylaunchRun",
@@ -209,28 +210,6 @@ def with_env(app: AppDef, env: Mapping[str, str]) -> AppDef:
     return app
 
 
-def materialize_component(component: str, component_args: Sequence[str]) -> AppDef:
-    """The AppDef of a named component with CLI-style arguments, with the component's
-    defaults from ``.anylaunchconfig`` applied (as ``Runner.dryrun_component`` does)."""
-    from anylaunch.components import get_component
-    from anylaunch.runner.config import get_configs
-    from anylaunch.specs.builders import materialize_appdef
-
-    if not isinstance(component, str) or not component:
-        raise InvalidSpecError(
-            "component", component, "must be a non-empty str", "e.g. 'utils.echo'"
-        )
-    if isinstance(component_args, str) or not all(isinstance(a, str) for a in component_args):
-        raise InvalidSpecError(
-            "component_args",
-            component_args,
-            "must be a list of str, as on the command line",
-            "pass e.g. ['--msg', 'hi']",
-        )
-    defaults = get_configs("component", component)
-    return materialize_appdef(get_component(component).fn, list(component_args), defaults or None)
-
-
 def _describe_error(status: AppStatus) -> str:
     parts = [p for p in (status.msg, status.structured_error_msg) if p and p != NONE]
     return "\n".join(parts) or f"app ended {status.state.name}"
@@ -261,7 +240,8 @@ def failure(
 
 
 class _Streams:
-    """Follows every replica's log in its own thread; the calling (main) thread logs the lines.
+    """Follows every replica's log (a :class:`~anylaunch.runner.logs.LogPump` reader thread
+    each); the calling (main) thread logs the lines.
 
     Logging from the main thread keeps context.log calls where Dagster runs the step, and
     lets a termination interrupt the wait at any time.
@@ -280,35 +260,39 @@ class _Streams:
         self._handle = handle
         self._replicas = list(replicas)
         self._mask = mask
-        self._queue: queue.Queue[tuple[str, int, str]] = queue.Queue()
-        self._threads: list[threading.Thread] = []
+        self._queue: queue.Queue[str] = queue.Queue()
+        self._pump: LogPump | None = None
+        self._errors_told = 0
         self.tail: collections.deque[str] = collections.deque(
             maxlen=max(settings.log_tail_lines, 0)
         )
 
     def start(self) -> None:
-        if self._threads or not self._settings.stream_logs:
+        if self._pump is not None or not self._settings.stream_logs:
             return
-        for role, k in self._replicas:
-            thread = threading.Thread(
-                target=self._follow, args=(role, k), name=f"anylaunch-log-{role}-{k}", daemon=True
-            )
-            thread.start()
-            self._threads.append(thread)
+        from anylaunch.runner.logs import LogPump
 
-    def _follow(self, role: str, k: int) -> None:
-        # a runner of its own: schedulers are not required to be thread-safe
-        try:
-            with self._settings.runner() as runner:
-                for line in runner.log_lines(self._handle, role, k, should_tail=True):
-                    self._queue.put((role, k, line))
-        except Exception as e:  # the app's result does not depend on its logs
-            self._queue.put((role, k, f"[anylaunch] log stream ended early: {e}\n"))
+        # a runner per reader: the step's runner polls the status meanwhile, and schedulers
+        # are not required to be thread-safe
+        self._pump = LogPump(
+            self._settings.runner,
+            self._handle,
+            self._replicas,
+            lambda role, k, line: self._queue.put(f"{role}/{k} {line}"),
+            should_tail=True,
+        ).start()
+
+    def _tell_errors(self) -> None:
+        errors = self._pump.errors if self._pump is not None else []
+        for role, k, error in errors[self._errors_told :]:
+            self._queue.put(f"{role}/{k} [anylaunch] log stream ended early: {error}")
+        self._errors_told = len(errors)
 
     def pump(self, seconds: float) -> None:
         """Logs lines as they arrive for ``seconds``, then whatever is already queued."""
         deadline = time.monotonic() + max(seconds, 0.0)
         while True:
+            self._tell_errors()
             remaining = deadline - time.monotonic()
             try:
                 first = self._queue.get(timeout=remaining) if remaining > 0 else None
@@ -323,15 +307,19 @@ class _Streams:
             if remaining <= 0 and len(batch) < _MAX_LINES_PER_MESSAGE:
                 return
 
-    def _emit(self, batch: list[tuple[str, int, str]]) -> None:
-        lines = [self._mask(f"{role}/{k} {line.rstrip(chr(10))}") for role, k, line in batch]
+    def _emit(self, batch: list[str]) -> None:
+        lines = [self._mask(line) for line in batch]
         self.tail.extend(lines)
         self._context.log.info("\n".join(lines))
 
     def drain(self, timeout: float) -> None:
         """Logs the rest of the app's output, waiting up to ``timeout`` for the streams."""
         deadline = time.monotonic() + timeout
-        while any(t.is_alive() for t in self._threads) and time.monotonic() < deadline:
+        while (
+            self._pump is not None
+            and not self._pump.join(timeout=0)
+            and time.monotonic() < deadline
+        ):
             self.pump(0.05)
         self.pump(0)
 
@@ -511,12 +499,12 @@ class AppWatch:
         return result
 
     def _replicas_of(self, runner: Runner, handle: AppHandle) -> list[tuple[str, int]]:
-        described = runner.describe(handle)
-        if described is not None and described.roles:
-            return _replicas(described)
-        status = runner.status(handle)
-        roles = status.roles if status is not None else []
-        return [(r.role, rep.id) for r in roles for rep in r.replicas]
+        from anylaunch.runner.logs import find_replicas
+
+        try:
+            return find_replicas(runner, handle)
+        except UnknownAppException:  # gone since it was checked: the wait reports it
+            return []
 
     def _wait(
         self, runner: Runner, handle: AppHandle, streams: _Streams, started: float

@@ -106,7 +106,8 @@ class PipesAnylaunchClient(dg.PipesClient, TreatAsResourceParam):
             # resolves EnvVar fields: this resource is not initialized by Dagster
             resource: AnylaunchResource = self.anylaunch.process_config_and_initialize()
             settings = resource.settings(scheduler, cfg)
-            resolved = to_app(app, component_args)
+            with resource.get_runner() as runner:
+                resolved = to_app(app, component_args, runner)
         except AnylaunchError as e:
             raise dg.Failure(description=f"invalid app: {e}", allow_retries=False) from e
         with dg.open_pipes_session(

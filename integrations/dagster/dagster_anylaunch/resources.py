@@ -31,7 +31,6 @@ from dagster_anylaunch._lifecycle import (
     AppWatch,
     Context,
     LaunchSettings,
-    materialize_component,
     with_env,
 )
 
@@ -41,8 +40,12 @@ __all__ = ["DEFAULT_SESSION_NAME", "AnylaunchResource"]
 DEFAULT_SESSION_NAME = "dagster"
 
 
-def to_app(app: AppDef | str, component_args: Sequence[str] | None = None) -> AppDef:
-    """``app`` itself, or the AppDef of the component named ``app`` with its CLI-style args.
+def to_app(
+    app: AppDef | str, component_args: Sequence[str] | None = None, runner: Runner | None = None
+) -> AppDef:
+    """``app`` itself, or the AppDef of the component named ``app`` with its CLI-style args
+    (materialized by ``runner``, default: a runner of the default session, so that component
+    defaults from ``.anylaunchconfig`` apply).
 
     >>> to_app("utils.echo", ["--msg", "hi"]).roles[0].args
     ['hi']
@@ -57,7 +60,10 @@ def to_app(app: AppDef | str, component_args: Sequence[str] | None = None) -> Ap
             )
         return app
     if isinstance(app, str):
-        return materialize_component(app, component_args or [])
+        if runner is None:
+            with get_runner(DEFAULT_SESSION_NAME) as own:
+                return own.materialize_component(app, component_args or [])
+        return runner.materialize_component(app, component_args or [])
     raise InvalidSpecError(
         "app",
         type(app).__name__,
@@ -228,8 +234,8 @@ class AnylaunchResource(dg.ConfigurableResource):  # type: ignore[type-arg]
         """
         settings = self.settings(scheduler, cfg)
         env = {**settings.env, **settings.secret_env}
-        resolved = to_app(app, component_args)
         with self.get_runner() as runner:
+            resolved = to_app(app, component_args, runner)
             return runner.dryrun(
                 with_env(resolved, env) if env else resolved,
                 settings.scheduler,
@@ -335,7 +341,8 @@ class AnylaunchResource(dg.ConfigurableResource):  # type: ignore[type-arg]
         """
         try:
             settings = self.settings(scheduler, cfg)
-            resolved = to_app(app, component_args)
+            with self.get_runner() as runner:
+                resolved = to_app(app, component_args, runner)
         except AnylaunchError as e:
             # a bad request does not get better by retrying
             raise dg.Failure(description=f"invalid app: {e}", allow_retries=False) from e

@@ -8,7 +8,6 @@ context variables, which plain threads do not carry.
 
 from __future__ import annotations
 
-import io
 import json
 import logging
 import queue
@@ -22,8 +21,7 @@ from anylaunch.specs.errors import UnknownAppException
 from prefect_anylaunch.errors import AnylaunchAppFailedError, AnylaunchAppTimeoutError
 
 if TYPE_CHECKING:
-    from anylaunch.cli.cmd_log import LogPump
-    from anylaunch.runner import Runner
+    from anylaunch.runner import LogPump, Runner
 
 #: Shortest secret that is masked: masking every "a" would make logs unreadable.
 MIN_SECRET_LEN = 3
@@ -107,19 +105,16 @@ def replica_rows(status: AppStatus) -> list[dict[str, Any]]:
     ]
 
 
-class _LineQueue(io.StringIO):
-    """The text stream LogPump writes ``role/k line`` to: queues each line for the waiter."""
+class _LineQueue:
+    """The LogPump sink: queues each ``role/k line`` for the waiter to log."""
 
     def __init__(self, items: queue.SimpleQueue[tuple[int, str]]) -> None:
-        super().__init__()
         self._items = items
         self.dropping = False
 
-    def write(self, s: str, /) -> int:
+    def __call__(self, role: str, k: int, line: str) -> None:
         if not self.dropping:  # nobody logs the lines any more: do not pile them up
-            for line in s.splitlines():
-                self._items.put((_LINE, line))
-        return len(s)
+            self._items.put((_LINE, f"{role}/{k} {line}"))
 
 
 class Waiter:
@@ -227,7 +222,7 @@ class Waiter:
         if self._pump_tried or self._log_roles == []:
             return
         self._pump_tried = True
-        from anylaunch.cli.cmd_log import LogPump, find_replicas
+        from anylaunch.runner.logs import LogPump, find_replicas
         from anylaunch.schedulers.api import Stream
 
         try:

@@ -8,7 +8,6 @@ adapters that add Prefect's run logger, artifacts and flow-run labels.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any, Literal
 
 from prefect._internal.compatibility.async_dispatch import async_dispatch
@@ -21,9 +20,10 @@ from pydantic import Field, field_validator, model_validator
 from anylaunch.runner import Runner, get_runner
 from anylaunch.specs.api import AppDef, AppDryRunInfo, AppHandle, AppStatus, parse_app_handle
 from anylaunch.specs.errors import InvalidSpecError, UnknownAppException, did_you_mean
+from anylaunch.specs.serialize import appdef_to_dict
 from prefect_anylaunch import _prefect
 from prefect_anylaunch._watch import Redactor, Waiter, replica_rows
-from prefect_anylaunch.appdef import appdef_from_data, appdef_to_dict
+from prefect_anylaunch.appdef import appdef_from_data
 
 __all__ = ["AnylaunchJob", "AnylaunchJobRun", "AnylaunchSchedulerSettings"]
 
@@ -255,9 +255,11 @@ class AnylaunchJob(JobBlock[dict[str, Any]]):
         """Masks this job's secret values."""
         return Redactor(self.settings.secret_values() if self.settings is not None else [])
 
-    def build_app(self) -> AppDef:
+    def build_app(self, runner: Runner | None = None) -> AppDef:
         """The AppDef to launch: the ``app`` field, or the component called with its
-        arguments; secret env vars of the settings block are set in every role.
+        arguments (by ``runner``, default: one of this job's session, so that its
+        component defaults apply); secret env vars of the settings block are set in every
+        role.
 
         Raises:
             InvalidSpecError: nothing to launch, an unknown component (with a did-you-mean),
@@ -266,7 +268,10 @@ class AnylaunchJob(JobBlock[dict[str, Any]]):
         if self.app is not None:
             app = appdef_from_data(self.app)
         elif self.component is not None:
-            app = self._materialize(self.component)
+            if runner is None:
+                with self.runner() as own:
+                    return self.build_app(own)
+            app = runner.materialize_component(self.component, self.component_args)
         else:
             raise InvalidSpecError(
                 "AnylaunchJob.component",
@@ -289,17 +294,6 @@ class AnylaunchJob(JobBlock[dict[str, Any]]):
                 role.env.update(self.settings.env())
         return app
 
-    def _materialize(self, component: str) -> AppDef:
-        from anylaunch.components import get_component
-        from anylaunch.runner.api import _component_cli_args
-        from anylaunch.runner.config import get_configs
-        from anylaunch.specs.builders import materialize_appdef
-
-        fn = get_component(component).fn
-        args = self.component_args
-        cli_args = _component_cli_args(fn, args) if isinstance(args, Mapping) else list(args)
-        return materialize_appdef(fn, cli_args, get_configs("component", component) or None)
-
     def dryrun(self, runner: Runner | None = None) -> AppDryRunInfo[Any]:
         """The scheduler request ``trigger()`` would submit; submits nothing.
 
@@ -311,7 +305,7 @@ class AnylaunchJob(JobBlock[dict[str, Any]]):
             with self.runner() as own:
                 return self.dryrun(own)
         return runner.dryrun(
-            self.build_app(),
+            self.build_app(runner),
             self.scheduler_name(),
             self.run_cfg(),
             self.workspace,

@@ -150,7 +150,7 @@ def get_app_logs(
         streams: "combined" (default), "stdout" or "stderr"
         job: whose secrets are masked and whose session is used
     """
-    from anylaunch.cli.cmd_log import find_replicas
+    from anylaunch.runner.logs import find_replicas
     from anylaunch.schedulers.api import Stream
 
     parse_app_handle(app_handle)

@@ -76,14 +76,24 @@ def test_scheduler_and_cfg_come_from_the_anylaunch_connection(
 
 
 def test_templated_fields_are_rendered_and_typed(
-    airflow: Any, apps: Callable[[], List[Any]], capfd: pytest.CaptureFixture[str]
+    airflow: Any,
+    apps: Callable[[], List[Any]],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capfd: pytest.CaptureFixture[str],
 ) -> None:
+    log_dir = tmp_path / "templated-logs"
+    monkeypatch.setenv("AIRFLOW_VAR_AL_LOG_DIR", str(log_dir))
     dagrun = airflow.run(airflow.test_dag("operator_dags.py", "al_templated_cfg"))
     out = capfd.readouterr().out
     assert airflow.states(dagrun) == {"templated": "success"}
     (app,) = apps()
     assert app.name == "renamed-al-templated-cfg"
     assert "echo/0 echo from al_templated_cfg" in out and "echo/1 echo from al_templated_cfg" in out
+    # the rendered log_dir reached the scheduler
+    for k in (0, 1):
+        combined = log_dir / app.app_id / "echo" / str(k) / "combined.log"
+        assert combined.read_text() == "echo from al_templated_cfg\n"
 
 
 @pytest.mark.parametrize(

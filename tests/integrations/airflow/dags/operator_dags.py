@@ -83,7 +83,9 @@ with DAG("al_templated_cfg", schedule=None, start_date=START, catchup=False):
         scheduler="{{ 'local_' ~ 'cwd' }}",
         cfg={
             "cancel_grace_s": "{{ 2 }}",
-            "log_dir": "{{ var.value.get('al_log_dir', '') or None }}",
+            # the test sets the variable (AIRFLOW_VAR_AL_LOG_DIR): a relative dir would land
+            # in the current directory
+            "log_dir": "{{ var.value.al_log_dir }}",
         },
         poll_interval=0.5,
     )

@@ -1,0 +1,251 @@
+"""Reading the logs of an app's replicas: which replicas an app has, and a pump that follows
+several of them at once (one thread per replica) into a text stream or a callback.
+
+Used by ``anylaunch log`` / ``anylaunch run --log`` and by the orchestrator integrations.
+
+>>> import io, tempfile
+>>> from anylaunch.runner import get_runner
+>>> from anylaunch.specs import AppDef, Role
+>>> app = AppDef("hello", [Role("greeter", image=".", entrypoint="echo", args=["hi"])])
+>>> with (
+...     tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as state,
+...     get_runner(state_dir=state) as runner,  # local_cwd keeps its records in state_dir
+... ):
+...     handle = runner.run(app, "local_cwd")
+...     runner.wait(handle, wait_interval=0.2).state.name
+...     out = io.StringIO()
+...     LogPump(runner, handle, find_replicas(runner, handle), out).start().join(timeout=30)
+'SUCCEEDED'
+True
+>>> out.getvalue()
+'greeter/0 hi\\n'
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import TextIO
+
+from anylaunch.runner.api import Runner
+from anylaunch.schedulers.api import Stream
+from anylaunch.specs.api import parse_app_handle
+from anylaunch.specs.errors import InvalidSpecError, UnknownAppException, did_you_mean
+
+__all__ = ["LineSink", "LogPump", "find_replicas"]
+
+#: A callback that receives each log line: ``(role, replica_id, line)``, the line without its
+#: trailing newline.
+LineSink = Callable[[str, int, str], None]
+
+
+def _check_replica_id(k: object) -> int:
+    if isinstance(k, bool) or not isinstance(k, int) or k < 0:
+        raise InvalidSpecError("replica_id", k, "must be a replica index >= 0", "e.g. 0")
+    return k
+
+
+def find_replicas(
+    runner: Runner,
+    app_handle: str,
+    role: str | None = None,
+    replica_ids: Sequence[int] | None = None,
+) -> list[tuple[str, int]]:
+    """The ``(role, replica_id)`` pairs of an app: all of them, one role's, or the given ids
+    of one role.
+
+    The roles come from :meth:`Runner.describe`; for a scheduler that describes no roles,
+    from the replica statuses of :meth:`Runner.status`.
+
+    Args:
+        runner: the runner to ask
+        app_handle: the app
+        role: only this role
+        replica_ids: only these replicas of ``role``
+
+    Raises:
+        UnknownAppException: the scheduler does not know the app
+        InvalidSpecError: the role or a replica id does not exist (with a did-you-mean)
+    """
+    if role is not None and (not isinstance(role, str) or not role):
+        raise InvalidSpecError("role", role, "must be a role name", "e.g. 'trainer'")
+    if replica_ids is not None:
+        if role is None:
+            raise InvalidSpecError(
+                "replica_ids", replica_ids, "needs a role", "pass role= with replica_ids"
+            )
+        if isinstance(replica_ids, (str, bytes)) or not isinstance(replica_ids, Sequence):
+            raise InvalidSpecError("replica_ids", replica_ids, "must be a list", "e.g. [0, 1]")
+        replica_ids = [_check_replica_id(k) for k in replica_ids]
+    app = runner.describe(app_handle)
+    if app is None:
+        raise UnknownAppException(app_handle)
+    counts = {r.name: r.num_replicas for r in app.roles}
+    if not counts:  # some schedulers describe no roles: fall back on the replica statuses
+        status = runner.status(app_handle)
+        for role_status in status.roles if status else []:
+            counts[role_status.role] = len(role_status.replicas)
+    if role is None:
+        return [(name, k) for name, n in counts.items() for k in range(n)]
+    if role not in counts:
+        hint = did_you_mean(role, counts).strip()
+        raise InvalidSpecError(
+            "role",
+            role,
+            f"app {app_handle} has no such role" + (f" ({hint})" if hint else ""),
+            f"use one of: {', '.join(counts) or '(no roles)'}",
+        )
+    if replica_ids is None:
+        return [(role, k) for k in range(counts[role])]
+    for k in replica_ids:
+        if k >= counts[role]:
+            raise InvalidSpecError(
+                "replica_id",
+                k,
+                f"role {role!r} has {counts[role]} replica(s)",
+                f"use ids 0..{counts[role] - 1}",
+            )
+    return [(role, k) for k in replica_ids]
+
+
+class LogPump:
+    """Copies the log lines of several replicas to ``out``, one reader thread per replica.
+
+    ``out`` is a text stream (each line is written whole, prefixed ``role/replica ``, and
+    flushed) or a :data:`LineSink` callback. Either is called under a lock, one line at a
+    time, from the reader threads: keep it quick (e.g. put the line on a queue). Errors
+    raised while reading (or by ``out``) end that replica's reader and are kept in
+    :attr:`errors` rather than lost in a thread.
+
+    The threads are daemons: a tail that never ends does not keep the process alive.
+
+    Args:
+        runner: the runner the readers share, or a callable that makes a runner for each
+            reader (closed when the reader ends): for a caller that keeps using its own
+            runner from another thread meanwhile, since schedulers need not be thread-safe
+        app_handle: the app
+        replicas: the ``(role, replica_id)`` pairs to read (see :func:`find_replicas`)
+        out: a text stream, or a callback ``(role, replica_id, line)``
+        regex: only lines matching it
+        should_tail: follow the logs until the app ends
+        streams: which output to read (default: the scheduler's choice)
+    """
+
+    def __init__(
+        self,
+        runner: Runner | Callable[[], Runner],
+        app_handle: str,
+        replicas: Sequence[tuple[str, int]],
+        out: TextIO | LineSink,
+        regex: str | None = None,
+        should_tail: bool = False,
+        streams: Stream | None = None,
+    ) -> None:
+        if not isinstance(runner, Runner) and not callable(runner):
+            raise InvalidSpecError(
+                "runner",
+                type(runner).__name__,
+                "must be a Runner or a callable that returns one",
+                "pass get_runner() (or e.g. functools.partial(get_runner, 'my-session'))",
+            )
+        parse_app_handle(app_handle)
+        if regex is not None:
+            try:
+                re.compile(regex)
+            except (re.error, TypeError) as e:
+                raise InvalidSpecError(
+                    "regex", regex, f"is not a regular expression ({e})", "fix the pattern"
+                ) from None
+        if streams is not None and not isinstance(streams, Stream):
+            raise InvalidSpecError(
+                "streams", streams, "must be a Stream or None", "e.g. Stream.COMBINED"
+            )
+        if isinstance(replicas, (str, bytes)) or not all(
+            isinstance(pair, tuple)
+            and len(pair) == 2
+            and isinstance(pair[0], str)
+            and pair[0]
+            and isinstance(pair[1], int)
+            and not isinstance(pair[1], bool)
+            and pair[1] >= 0
+            for pair in replicas
+        ):
+            raise InvalidSpecError(
+                "replicas",
+                replicas,
+                "must be a list of (role, replica_id) pairs",
+                "pass find_replicas(runner, app_handle), e.g. [('trainer', 0)]",
+            )
+        self._sink: LineSink | None = None
+        self._stream: TextIO | None = None
+        if callable(out):
+            self._sink = out
+        elif callable(getattr(out, "write", None)):
+            self._stream = out
+        else:
+            raise InvalidSpecError(
+                "out",
+                type(out).__name__,
+                "must be a text stream or a callable (role, replica_id, line)",
+                "pass e.g. sys.stdout or a function",
+            )
+        self.errors: list[tuple[str, int, Exception]] = []
+        self._runner = runner
+        self._app_handle = app_handle
+        self._regex = regex
+        self._should_tail = should_tail
+        self._streams = streams
+        self._lock = threading.Lock()
+        self._threads = [
+            threading.Thread(target=self._pump, args=(role, k), daemon=True, name=f"{role}/{k}")
+            for role, k in replicas
+        ]
+
+    def start(self) -> LogPump:
+        """Starts reading every replica; returns self."""
+        for thread in self._threads:
+            thread.start()
+        return self
+
+    def join(self, timeout: float | None = None) -> bool:
+        """Waits for all readers to finish (at most ``timeout`` seconds; 0 just checks);
+        True if they did."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        for thread in self._threads:
+            # short joins keep the main thread responsive to Ctrl-C
+            while thread.is_alive():
+                if deadline is not None and time.monotonic() >= deadline:
+                    return False
+                thread.join(0.2 if deadline is None else min(0.2, deadline - time.monotonic()))
+        return True
+
+    def _pump(self, role: str, k: int) -> None:
+        try:
+            if isinstance(self._runner, Runner):
+                self._read(self._runner, role, k)
+            else:
+                with self._runner() as runner:
+                    self._read(runner, role, k)
+        except Exception as e:  # reported by the caller on its own thread
+            with self._lock:
+                self.errors.append((role, k, e))
+
+    def _read(self, runner: Runner, role: str, k: int) -> None:
+        prefix = f"{role}/{k} "
+        for line in runner.log_lines(
+            self._app_handle,
+            role,
+            k,
+            regex=self._regex,
+            should_tail=self._should_tail,
+            streams=self._streams,
+        ):
+            text = line[:-1] if line.endswith("\n") else line
+            with self._lock:
+                if self._sink is not None:
+                    self._sink(role, k, text)
+                elif self._stream is not None:
+                    self._stream.write(prefix + text + "\n")
+                    self._stream.flush()
