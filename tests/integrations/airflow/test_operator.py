@@ -2,10 +2,13 @@
 
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any, Callable, Dict, List
 
 import pytest
+
+from tests.schedulers.slurm.cluster import slurm_cluster as slurm_cluster  # a fixture
 
 
 def test_a_failing_app_fails_the_task_with_its_message_and_last_lines(
@@ -141,19 +144,26 @@ def test_execution_timeout_cancels_the_app(
 
 def test_startup_timeout_cancels_an_app_that_is_not_running_in_time(
     airflow: Any,
-    apps: Callable[[], List[Any]],
+    slurm_cluster: Any,
     waiter: Callable[..., Any],
     capfd: pytest.CaptureFixture[str],
 ) -> None:
+    from anylaunch.runner import get_runner
+    from anylaunch.specs import AppState
+
     dagrun = airflow.run(airflow.test_dag("operator_dags.py", "al_startup_timeout"))
     out = capfd.readouterr().out
     assert airflow.states(dagrun) == {"slow_start": "failed"}
-    (app,) = apps()
-    assert (
-        f"AnylaunchAppTimeout: anylaunch app {app.app_handle} was not RUNNING within startup_timeout=0s"
-        in out
-    )
-    waiter("the app to be cancelled", lambda: apps()[0].state.name == "CANCELLED", timeout=30)
+    match = re.search(r"anylaunch app (slurm://\S+) was not RUNNING within startup_timeout=3s", out)
+    assert match, out[-3000:]
+    handle = match.group(1)
+    with get_runner() as runner:
+        # the job was held PENDING by Slurm; the timeout cancelled it
+        waiter(
+            "the held Slurm job to be cancelled",
+            lambda: (s := runner.status(handle)) is not None and s.state == AppState.CANCELLED,
+            timeout=60,
+        )
 
 
 def test_bad_inputs_fail_at_execute_time_without_retries(

@@ -115,11 +115,26 @@ for dag_id, deferrable in (("al_timeout_sync", False), ("al_timeout_deferred", T
         )
 
 with DAG("al_startup_timeout", schedule=None, start_date=START, catchup=False):
+    # A real scheduler holds the job: Slurm keeps it PENDING (reason BeginTime) for an hour, so
+    # the startup timeout fires deterministically (local_cwd starts apps too fast to race).
     AnylaunchOperator(
         task_id="slow_start",
-        app=python_app("slow-start", LONG),
-        scheduler="local_cwd",
-        startup_timeout=0,  # it is SUBMITTED when first seen: not RUNNING in time
+        app=specs.AppDef(
+            name="slow-start",
+            roles=[
+                specs.Role(
+                    name="worker",
+                    image="/tmp",
+                    entrypoint="sleep",
+                    args=["60"],
+                    resource=specs.Resource(cpu=1, gpu=0, memMB=64),
+                )
+            ],
+        ),
+        scheduler="slurm",
+        cfg={"sbatch_args": ["--begin=now+3600"]},
+        poll_interval=0.5,
+        startup_timeout=3,
     )
 
 with DAG("al_bad_inputs", schedule=None, start_date=START, catchup=False):
