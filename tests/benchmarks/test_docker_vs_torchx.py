@@ -1,7 +1,7 @@
 """anylaunch vs TorchX 0.7.0 on local_docker, same engine, same image, same machine, one run.
 
 Each side runs the same probe in its own interpreter (TorchX from its throwaway environment
-under ``.cache/``, made by test_vs_torchx.py's fixture): launch an echo app and poll its
+under ``.cache/``, made by the torchx_python fixture in conftest.py): launch an echo app and poll its
 status every 20 ms until it succeeded, for 1 and 4 replicas. Medians are printed and kept in
 ``benchmark.extra_info``; nothing is asserted on wall time.
 """
@@ -16,7 +16,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 from pytest_benchmark.fixture import BenchmarkFixture
 
 from tests.schedulers.docker.docker_engine import (
@@ -27,7 +26,6 @@ from tests.schedulers.docker.docker_engine import (
 )
 
 REPO = Path(__file__).resolve().parents[2]
-TORCHX_PYTHON = REPO / ".cache" / "torchx-0.7.0" / "bin" / "python"
 
 # {package} is anylaunch or torchx: the two share this API (read torchx as anylaunch)
 PROBE = """
@@ -80,18 +78,16 @@ def probe(python: Path, package: str, replicas: int, rounds: int = 3) -> dict[st
     return result
 
 
-def test_local_docker_vs_torchx(benchmark: BenchmarkFixture) -> None:
+def test_local_docker_vs_torchx(benchmark: BenchmarkFixture, torchx_python: Path) -> None:
     client = require_engine()
     require_image(client, BUSYBOX_IMAGE)
     client.close()
-    if not TORCHX_PYTHON.exists():
-        pytest.skip("TorchX 0.7.0 is not installed under .cache (test_vs_torchx.py makes it)")
 
     def measure() -> dict[str, float]:
         values = {}
         for replicas in (1, 4):
             ours = probe(Path(sys.executable), "anylaunch", replicas)
-            theirs = probe(TORCHX_PYTHON, "torchx", replicas)
+            theirs = probe(torchx_python, "torchx", replicas)
             for metric in ("launch_s", "done_s"):
                 values[f"{replicas}_replica_{metric}_anylaunch"] = ours[metric]
                 values[f"{replicas}_replica_{metric}_torchx"] = theirs[metric]

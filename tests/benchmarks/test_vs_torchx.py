@@ -9,7 +9,6 @@ from there, not asserted on wall time.
 
 import json
 import os
-import shutil
 import statistics
 import subprocess
 import sys
@@ -19,23 +18,8 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-TORCHX_ENV = REPO / ".cache" / "torchx-0.7.0"
 PROBE = Path(__file__).with_name("lifecycle_probe.py")
 RESULTS = REPO / ".benchmarks" / "vs_torchx.json"
-
-
-@pytest.fixture(scope="module")
-def torchx_python() -> Path:
-    python = TORCHX_ENV / "bin" / "python"
-    if not python.exists():
-        uv = shutil.which("uv") or str(Path(sys.executable).parent / "uv")
-        subprocess.run(
-            [uv, "venv", "--quiet", "--python", sys.executable, str(TORCHX_ENV)], check=True
-        )
-        subprocess.run(
-            [uv, "pip", "install", "--quiet", "--python", str(python), "torchx==0.7.0"], check=True
-        )
-    return python
 
 
 @pytest.fixture(scope="module")

@@ -63,10 +63,22 @@ def wait_terminal(
 RENDEZVOUS = """
 if [ "$RANK" = 0 ]; then
   echo "rank0 at $ANYLAUNCH_RANK0_HOST"
-  nc -l -p 29500 | head -n 1
+  # a connection may carry nothing (rank 1 racing the listener): accept until a line arrives
+  for i in $(seq 20); do
+    line=$(nc -l -p 29500 | head -n 1)
+    if [ -n "$line" ]; then echo "$line"; exit 0; fi
+  done
+  exit 1
 else
   echo "rank1 dials $ANYLAUNCH_RANK0_HOST"
-  for i in $(seq 150); do echo "hello from rank1" | nc -w 2 "$ANYLAUNCH_RANK0_HOST" 29500 && exit 0; sleep 0.2; done
+  for i in $(seq 150); do
+    if echo "hello from rank1" | nc -w 2 "$ANYLAUNCH_RANK0_HOST" 29500; then
+      # resend a few times: rank 0 keeps the first non-empty line (refusals after it are fine)
+      for j in 1 2 3 4; do sleep 0.2; echo "hello from rank1" | nc -w 1 "$ANYLAUNCH_RANK0_HOST" 29500 2>/dev/null; done
+      exit 0
+    fi
+    sleep 0.2
+  done
   exit 1
 fi
 """
