@@ -38,6 +38,12 @@ PREFECT_ENV = {
 os.environ.update(PREFECT_ENV)
 
 import prefect  # noqa: E402  (after the environment above, on purpose)
+
+# The test harness pulls in docket -> key_value, which compiles itself through beartype's import
+# hook. Imported lazily from deep inside pytest's fixture stack, CPython 3.11's AST compiler
+# raises "SystemError: AST constructor recursion depth mismatch"; import it here, at a shallow
+# stack, once for the whole session.
+import prefect.testing.utilities  # noqa: E402
 from prefect.client.orchestration import get_client  # noqa: E402
 from prefect.logging.handlers import APILogWorker  # noqa: E402
 
