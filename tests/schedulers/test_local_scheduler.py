@@ -94,7 +94,7 @@ def replica_pids(sched: LocalScheduler, app_id: str) -> list[int]:
     (``schedule`` returns before that)."""
 
     def started() -> list[int] | None:
-        state = ls.read_json(sched.state_root() / app_id / ls.STATE_FILE)
+        state = ls.read_state(sched.state_root() / app_id)
         assert state is not None
         replicas = state.get("replicas") or []
         pids = [r["pid"] for r in replicas if r.get("pid")]

@@ -1,9 +1,14 @@
 """The detached process that owns the replicas of one ``local_cwd`` app.
 
-Run as ``python -m anylaunch.schedulers.local_supervisor APP_DIR``; the scheduler starts it in
-its own session, so it outlives the process that launched the app. It:
+Run as ``python -m anylaunch.schedulers.local_supervisor APP_DIR``, or forked by the warm
+fork-server (:mod:`anylaunch.schedulers.local_forkserver`) which calls :func:`main`; either way
+it runs in its own session, so it outlives the process that launched the app. It:
 
-- starts every replica in its own process group, from the request in ``APP_DIR/request.json``;
+- claims the app under its lock (SUBMITTED -> RUNNING, with its pid and its replicas'): a
+  second supervisor of the same app, or one that starts after the app was ended for it, exits
+  without running it;
+- starts every replica in its own process group, from the request in ``APP_DIR/request.json``
+  (it creates the log files: the launcher does not);
 - pumps each replica's stdout/stderr pipes, line by line, into ``stdout.log`` / ``stderr.log``
   and an interleaved ``combined.log`` (each with an ``(offset, time)`` sidecar index);
 - records exit codes, applies ``max_retries`` with the role's RetryPolicy, and writes every
@@ -21,10 +26,8 @@ import json
 import os
 import selectors
 import signal
-import subprocess
 import sys
 import time
-import traceback
 from collections import deque
 
 from anylaunch.schedulers import local_state as ls
@@ -62,17 +65,20 @@ def describe_exit(returncode: int) -> str:
 class _IndexedLog:
     """An append-only log file plus its sidecar index of ``(offset, time)`` per chunk."""
 
+    _FLAGS = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC
+
     def __init__(self, path: str) -> None:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC
-        self.fd = os.open(path, flags, 0o644)
-        self.idx_fd = os.open(ls.index_path(path), flags, 0o644)
+        self.path = path
+        self.fd = os.open(path, self._FLAGS, 0o644)
+        self.idx_fd = -1  # created with the first record: most logs of most apps stay empty
         self.offset = os.fstat(self.fd).st_size
         self.last_ts = 0.0
 
     def write(self, data: bytes, now: float) -> None:
         # timestamps never go backwards (a clock step must not break the since/until bisect)
         self.last_ts = max(now, self.last_ts)
+        if self.idx_fd < 0:
+            self.idx_fd = os.open(ls.index_path(self.path), self._FLAGS, 0o644)
         os.write(self.idx_fd, ls.INDEX_RECORD.pack(self.offset, self.last_ts))
         view = memoryview(data)
         while view:
@@ -82,7 +88,74 @@ class _IndexedLog:
 
     def close(self) -> None:
         os.close(self.fd)
-        os.close(self.idx_fd)
+        if self.idx_fd >= 0:
+            os.close(self.idx_fd)
+
+
+class _Process:
+    """A replica's process: started with ``posix_spawn`` (no ``subprocess``: it imports
+    ``threading``, which makes every fork of the fork-server slower), reaped with waitpid."""
+
+    def __init__(self, cmd: list[str], cwd: str, env: dict[str, str]) -> None:
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        try:
+            # posix_spawn has no cwd: the supervisor is single-threaded, so it steps in
+            os.chdir(cwd)
+            try:
+                self.pid = os.posix_spawn(
+                    _find_executable(cmd[0], env),  # raises OSError like exec would
+                    cmd,
+                    env,
+                    file_actions=[
+                        (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
+                        (os.POSIX_SPAWN_DUP2, out_w, 1),
+                        (os.POSIX_SPAWN_DUP2, err_w, 2),
+                    ],
+                    setsid=True,  # its own process group: cancel reaches its children
+                    # what Python ignores must not stay ignored in the program
+                    setsigdef=(signal.SIGPIPE, signal.SIGXFSZ),
+                )
+            finally:
+                os.chdir("/")
+        except BaseException:
+            for fd in (out_r, err_r):
+                os.close(fd)
+            raise
+        finally:
+            os.close(out_w)
+            os.close(err_w)
+        self.stdout = out_r
+        self.stderr = err_r
+        self.returncode: int | None = None
+
+    def poll(self) -> int | None:
+        """The exit code (negative: killed by that signal) once it exited, else None."""
+        if self.returncode is None:
+            try:
+                pid, status = os.waitpid(self.pid, os.WNOHANG)
+            except ChildProcessError:
+                pid, status = self.pid, 255 << 8  # reaped by someone else: unknown
+            if pid:
+                self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
+
+def _find_executable(name: str, env: dict[str, str]) -> str:
+    """Where exec would find ``name``: itself if it has a slash, else the first executable
+    file of that name on the environment's PATH."""
+    if os.sep in name:
+        return name
+    denied = False
+    for directory in (env.get("PATH") or os.defpath).split(os.pathsep):
+        candidate = os.path.join(directory, name)
+        if os.path.isfile(candidate):
+            if os.access(candidate, os.X_OK):
+                return candidate
+            denied = True
+    if denied:
+        raise PermissionError(13, "Permission denied", name)
+    raise FileNotFoundError(2, "No such file or directory", name)
 
 
 class _Replica:
@@ -92,13 +165,18 @@ class _Replica:
         self.cmd: list[str] = list(spec["cmd"])
         self.env: dict[str, str] = dict(spec["env"])
         self.cwd: str = spec["cwd"]
+        # the launcher leaves the logs to the supervisor (fewer file operations per launch)
+        for log_dir in {
+            os.path.dirname(spec[f"{s}_log"]) for s in ("stdout", "stderr", "combined")
+        }:
+            os.makedirs(log_dir, exist_ok=True)
         self.logs = {
             "stdout": _IndexedLog(spec["stdout_log"]),
             "stderr": _IndexedLog(spec["stderr_log"]),
             "combined": _IndexedLog(spec["combined_log"]),
         }
         self.state = "PENDING"
-        self.proc: subprocess.Popen[bytes] | None = None
+        self.proc: _Process | None = None
         self.pid: int | None = None
         self.start_time: str | None = None
         self.exit_code: int | None = None
@@ -152,7 +230,8 @@ class _Role:
 class Supervisor:
     """Owns the replicas of the app in ``app_dir`` until they all ended."""
 
-    def __init__(self, app_dir: str) -> None:
+    def __init__(self, app_dir: str, env: dict[str, str] | None = None) -> None:
+        """``env``: the environment the replicas start from (default: this process's)."""
         self.app_dir = app_dir
         request = ls.read_json(os.path.join(app_dir, ls.REQUEST_FILE))
         if request is None:
@@ -166,6 +245,7 @@ class Supervisor:
             replicas = [_Replica(r) for r in role_spec["replicas"]]
             self.roles.append(_Role(role_spec, replicas))
             self.replicas.extend(replicas)
+        self.claimed = False
         self.num_restarts = 0
         self.app_restarts = 0
         self.outcome: tuple[str, str, str] | None = None  # (state, msg, structured_error_msg)
@@ -173,7 +253,7 @@ class Supervisor:
         self.cancel_signalled = False
         self.next_cancel_check = 0.0
         self.created = time.time()
-        self.base_env = dict(os.environ)
+        self.base_env = dict(os.environ) if env is None else env
         self.selector = selectors.DefaultSelector()
         self.wake_r, self.wake_w = os.pipe()
         os.set_blocking(self.wake_r, False)
@@ -223,16 +303,7 @@ class Supervisor:
         replica.error = _NONE
         replica.stderr_tail.clear()
         try:
-            proc = subprocess.Popen(
-                replica.cmd,
-                cwd=replica.cwd,
-                env=env,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                start_new_session=True,  # its own process group: cancel reaches its children
-                close_fds=True,
-            )
+            proc = _Process(replica.cmd, replica.cwd, env)
         except (OSError, ValueError) as e:
             reason = getattr(e, "strerror", None) or str(e)
             replica.emit(
@@ -247,20 +318,20 @@ class Supervisor:
         replica.pid = proc.pid
         replica.start_time = ls.process_start_time(proc.pid)
         replica.state = "RUNNING"
-        for stream, pipe in (("stdout", proc.stdout), ("stderr", proc.stderr)):
-            assert pipe is not None
-            fd = pipe.fileno()
+        for stream, fd in (("stdout", proc.stdout), ("stderr", proc.stderr)):
             os.set_blocking(fd, False)
             replica.pumps[fd] = (stream, bytearray())
             self.selector.register(fd, selectors.EVENT_READ, replica)
 
     def start_group(self, group: list[_Replica], app_state: str) -> None:
-        for r in group:
+        """Starts ``group``; the caller writes the state after the last one."""
+        for i, r in enumerate(group):
             # a start that failed may have ended the app or queued a restart of the others
             if self.outcome is None and r not in self.pending_restart:
                 self.start(r)
-                # record each pid at once: whoever takes over after a crash can kill it
-                self.write_state(app_state)
+                if i < len(group) - 1:
+                    # record each pid at once: whoever takes over after a crash can kill it
+                    self.write_state(app_state)
 
     def pump(self, replica: _Replica, fd: int) -> None:
         stream, buf = replica.pumps[fd]
@@ -307,13 +378,13 @@ class Supervisor:
             self.close_pump(replica, fd)
         proc = replica.proc
         assert proc is not None
-        for pipe in (proc.stdout, proc.stderr):
-            if pipe is not None:
-                pipe.close()
+        for fd in (proc.stdout, proc.stderr):
+            os.close(fd)
         # leftover background children of a finished replica must not keep running
         ls.kill_group(replica.pid, replica.start_time, signal.SIGKILL)
         replica.proc = None
         code = proc.returncode
+        assert code is not None  # finalize runs once the process exited
         replica.exit_code = code
         reason, replica.stop_reason = replica.stop_reason, None
         if reason == "restart":
@@ -396,14 +467,23 @@ class Supervisor:
                 deadlines.append(r.exited_at + _DRAIN_AFTER_EXIT_S)
         return max(0.0, min(deadlines) - now)
 
-    def run(self) -> str:
-        current = ls.read_json(os.path.join(self.app_dir, ls.STATE_FILE)) or {}
-        if current.get("state") in ("SUCCEEDED", "FAILED", "CANCELLED"):
-            return str(current["state"])  # started too late: someone else already ended the app
-        self.write_state("PENDING")  # confirms to the launcher that the supervisor is up
-        self.check_cancel(time.monotonic())  # a cancel may have raced with the start
-        self.start_group(self.replicas, "PENDING")
-        self.write_state("RUNNING")
+    def run(self) -> str | None:
+        """Runs the app to its end and returns the final state.
+
+        Returns None without running anything if the app is not SUBMITTED: another
+        supervisor claimed it (a launch that fell back to a direct start after the
+        fork-server had started one), or it was ended already (a start that came too late).
+        """
+        # Claim and start under the app's lock: take-overs by other processes write under it
+        # too, and the first state written carries our pid and the replicas' pids.
+        with ls.app_lock(self.app_dir):
+            current = ls.read_json(os.path.join(self.app_dir, ls.STATE_FILE))
+            if current is not None and current.get("state") != "SUBMITTED":
+                return None  # (no state yet: SUBMITTED, see local_state.read_state)
+            self.claimed = True
+            self.check_cancel(time.monotonic())  # a cancel may have raced with the start
+            self.start_group(self.replicas, "PENDING")
+            self.write_state("RUNNING")
         while True:
             changed = False
             now = time.monotonic()
@@ -447,8 +527,11 @@ class Supervisor:
                 ls.kill_group(r.pid, r.start_time, signal.SIGKILL)
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Entry point: ``python -m anylaunch.schedulers.local_supervisor APP_DIR``."""
+def main(argv: list[str] | None = None, env: dict[str, str] | None = None) -> int:
+    """Entry point: ``python -m anylaunch.schedulers.local_supervisor APP_DIR``.
+
+    ``env`` is the environment the replicas start from (default: this process's).
+    """
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 1:
         print("usage: python -m anylaunch.schedulers.local_supervisor APP_DIR", file=sys.stderr)
@@ -456,13 +539,18 @@ def main(argv: list[str] | None = None) -> int:
     app_dir = os.path.abspath(args[0])
     supervisor: Supervisor | None = None
     try:
-        supervisor = Supervisor(app_dir)
+        supervisor = Supervisor(app_dir, env)
         state = supervisor.run()
-        print(f"app ended {state}", file=sys.stderr)
+        if state is None:
+            print("another supervisor runs this app (or it ended): exiting", file=sys.stderr)
+        else:
+            print(f"app ended {state}", file=sys.stderr)
         return 0
     except BaseException as e:
+        import traceback
+
         traceback.print_exc()
-        if supervisor is not None:
+        if supervisor is not None and supervisor.claimed:  # else the app is not ours to end
             supervisor.kill_all()
             supervisor.outcome = ("FAILED", f"supervisor crashed: {e!r}", _NONE)
             with contextlib.suppress(Exception):
