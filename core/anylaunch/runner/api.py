@@ -16,11 +16,22 @@ import logging
 import os
 import re
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from anylaunch.runner.watch import (
+    Done,
+    Lost,
+    Poll,
+    PollError,
+    RunTimedOut,
+    StartupTimedOut,
+    WatchPolicy,
+    check_seconds,
+    poll_intervals,
+)
 from anylaunch.schedulers import get_scheduler_factories
 from anylaunch.schedulers.api import (
     DescribeAppResponse,
@@ -50,9 +61,6 @@ from anylaunch.specs.errors import (
     did_you_mean,
 )
 from anylaunch.specs.runopts import CfgVal, runopts
-
-if TYPE_CHECKING:
-    import random
 
 __all__ = [
     "DEFAULT_SESSION_NAME",
@@ -95,42 +103,6 @@ class AppWaitTimeoutError(AnylaunchError, TimeoutError):
             f"{last_state.name}). Fix: wait longer (a larger timeout), or stop it with "
             f"Runner.cancel({app_handle!r}) / `anylaunch cancel {app_handle}`"
         )
-
-
-def poll_intervals(
-    cap: float,
-    initial: float = 0.1,
-    factor: float = 2.0,
-    rng: random.Random | None = None,
-) -> Iterator[float]:
-    """Yields sleep times for status polling: exponential backoff from ``initial``, capped
-    at ``cap``, each jittered down to between half and all of its step so that many waiters
-    do not poll in lockstep. Never yields 0 or more than ``cap``.
-
-    >>> import itertools, random
-    >>> delays = list(itertools.islice(poll_intervals(2.0, rng=random.Random(0)), 10))
-    >>> all(0.05 <= d <= 2.0 for d in delays), delays[0] <= 0.1, delays[-1] >= 1.0
-    (True, True, True)
-    """
-    for name, value in (("cap", cap), ("initial", initial)):
-        # `not value > 0` also rejects NaN
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
-            raise InvalidSpecError(name, value, "must be a number > 0", "pass e.g. 10 (seconds)")
-    if isinstance(factor, bool) or not isinstance(factor, (int, float)) or factor < 1:
-        raise InvalidSpecError("factor", factor, "must be a number >= 1", "pass e.g. 2")
-    if rng is None:
-        import random
-
-        rng = random.Random()
-    return _jittered_backoff(min(float(initial), float(cap)), float(cap), float(factor), rng)
-
-
-def _jittered_backoff(
-    step: float, cap: float, factor: float, rng: random.Random
-) -> Iterator[float]:
-    while True:
-        yield rng.uniform(step / 2, step)
-        step = min(step * factor, cap)
 
 
 def _component_cli_args(component_fn: Any, args: Mapping[str, object]) -> list[str]:
@@ -565,33 +537,34 @@ class Runner:
         Raises:
             AppWaitTimeoutError: ``timeout`` seconds passed first (the app is not cancelled)
         """
-        if isinstance(timeout, bool) or (
-            timeout is not None and (not isinstance(timeout, (int, float)) or not timeout >= 0)
-        ):
-            raise InvalidSpecError(
-                "timeout", timeout, "must be None or a number of seconds >= 0", "e.g. 3600"
-            )
-        if (
-            isinstance(wait_interval, bool)
-            or not isinstance(wait_interval, (int, float))
-            or not wait_interval > 0
-        ):
-            raise InvalidSpecError(
-                "wait_interval", wait_interval, "must be a number of seconds > 0", "e.g. 10"
-            )
-        intervals = poll_intervals(wait_interval)
-        deadline = None if timeout is None else time.monotonic() + timeout
+        check_seconds("wait_interval", wait_interval, positive=True)
+        if timeout is not None:
+            check_seconds("timeout", timeout, positive=False)
+        policy = WatchPolicy(
+            wait_interval,
+            run_deadline=None if timeout is None else time.time() + timeout,
+            cancel_on_timeout=False,  # a plain wait never stops the app
+            cancel_on_failure=False,
+            handle=app_handle,
+        )
         while True:
-            status = self.status(app_handle)
-            if status is None or status.is_terminal():
-                return status
-            delay = next(intervals)
-            if deadline is not None:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    raise AppWaitTimeoutError(app_handle, status.state, float(timeout or 0))
-                delay = min(delay, remaining)
-            time.sleep(delay)
+            try:
+                observation: AppStatus | PollError | None = self.status(app_handle)
+            except Exception as e:
+                observation = PollError(e)
+            decision = policy.observe(observation, time.time())
+            if isinstance(decision, Poll):
+                time.sleep(decision.after)
+            elif isinstance(decision, Done):
+                return decision.status
+            elif isinstance(decision, RunTimedOut):
+                raise AppWaitTimeoutError(app_handle, decision.status.state, float(timeout or 0))
+            elif isinstance(decision, Lost) and decision.reason == "vanished":
+                return None
+            else:  # the backend kept failing, or failed for good: its error says why
+                assert isinstance(decision, (Lost, StartupTimedOut))
+                assert policy.last_error is not None
+                raise policy.last_error
 
     def describe(self, app_handle: AppHandle) -> AppDef | None:
         """Rebuilds the app (as far as the scheduler can) from its handle, or None."""

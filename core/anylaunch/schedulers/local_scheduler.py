@@ -20,7 +20,6 @@ import bisect
 import contextlib
 import logging
 import os
-import re
 import shlex
 import signal
 import string
@@ -64,6 +63,7 @@ from anylaunch.specs.errors import (
     did_you_mean,
 )
 from anylaunch.specs.runopts import CfgVal, runopts
+from anylaunch.specs.secrets import is_secret_env_name
 from anylaunch.specs.structured_opts import StructuredOpts
 
 __all__ = [
@@ -85,7 +85,6 @@ log: logging.Logger = logging.getLogger(__name__)
 BACKEND = "local_cwd"
 #: The env var naming the rank-0 host (``macros.rank0_env``); always ``localhost`` here.
 RANK0_ENV = "ANYLAUNCH_RANK0_HOST"
-_SECRET_ENV = re.compile(r"TOKEN|SECRET|PASSWORD|KEY|CREDENTIAL", re.IGNORECASE)
 _SUPERVISOR_MODULE = "anylaunch.schedulers.local_supervisor"
 #: How long ``schedule`` waits for the supervisor to confirm it started.
 DEFAULT_START_TIMEOUT_S = 30.0
@@ -150,17 +149,6 @@ class LocalAppRequest:
     prepend_cwd: bool
     cancel_grace_s: float
     roles: list[LocalRoleRequest]
-
-
-def is_secret_env_name(name: str) -> bool:
-    """True if an env var's name suggests a secret (its value is never printed).
-
-    >>> is_secret_env_name("HF_TOKEN"), is_secret_env_name("aws_secret_access_key")
-    (True, True)
-    >>> is_secret_env_name("LR")
-    False
-    """
-    return bool(_SECRET_ENV.search(name))
 
 
 def format_request(request: LocalAppRequest) -> str:

@@ -1,0 +1,114 @@
+"""How an app's end is told to a human: one failure summary for every engine and the CLI.
+
+The summary holds the app's end state and message, the exit code and stderr tail that the
+scheduler put in its structured error, and the last lines the watcher saw, with every secret
+masked. It never raises: a watcher that is failing must always be able to say why.
+
+>>> from anylaunch.specs.api import AppState, AppStatus
+>>> status = AppStatus(AppState.FAILED, msg="replica w/0 exited 3",
+...     structured_error_msg='{"exit_code": 3, "stderr_tail": ["boom", "token=s3cr3t"]}')
+>>> from anylaunch.specs.secrets import Redactor
+>>> print(failure_summary("local_cwd://s/x-1", status, ["w/0 started"], Redactor(["s3cr3t"])))
+anylaunch app local_cwd://s/x-1 ended FAILED: replica w/0 exited 3
+exit code: 3
+last stderr:
+  boom
+  token=***
+last log lines:
+  w/0 started
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from anylaunch.specs.api import NONE, AppStatus
+
+__all__ = ["error_details", "failure_summary", "with_tail"]
+
+#: stderr lines of the structured error kept in a summary.
+STDERR_TAIL_LINES = 10
+#: Characters of an unstructured error kept in a summary.
+MAX_ERROR_CHARS = 1000
+
+
+def error_details(status: AppStatus | None) -> dict[str, Any]:
+    """What the scheduler's structured error says: ``exit_code`` and ``stderr_tail`` when it
+    has them, else ``error`` (the raw text, shortened). Empty when there is none.
+
+    >>> error_details(AppStatus(0, structured_error_msg='{"exit_code": 1, "stderr_tail": []}'))
+    {'exit_code': 1}
+    >>> error_details(AppStatus(0, structured_error_msg="node lost"))
+    {'error': 'node lost'}
+    """
+    raw = status.structured_error_msg if status is not None else NONE
+    if not raw or raw == NONE:
+        return {}
+    try:
+        data = json.loads(raw)
+    except ValueError:
+        return {"error": raw[:MAX_ERROR_CHARS]}
+    if not isinstance(data, dict):
+        return {"error": raw[:MAX_ERROR_CHARS]}
+    details: dict[str, Any] = {}
+    code = data.get("exit_code")
+    if isinstance(code, int) and not isinstance(code, bool):
+        details["exit_code"] = code
+    tail = data.get("stderr_tail")
+    if isinstance(tail, list) and tail:
+        details["stderr_tail"] = [str(line) for line in tail[-STDERR_TAIL_LINES:]]
+    if not details:
+        details["error"] = raw[:MAX_ERROR_CHARS]
+    return details
+
+
+def with_tail(text: str, tail: Iterable[str]) -> str:
+    """``text`` followed by the last log lines, if there are any.
+
+    >>> with_tail("timed out", ["w/0 a"])
+    'timed out\\nlast log lines:\\n  w/0 a'
+    """
+    lines = list(tail)
+    if lines:
+        text += "\nlast log lines:\n" + "\n".join(f"  {line}" for line in lines)
+    return text
+
+
+def failure_summary(
+    handle: str,
+    status: AppStatus | None,
+    tail: Iterable[str] = (),
+    redact: Callable[[str], str] | None = None,
+    headline: str | None = None,
+) -> str:
+    """Why an app did not succeed, as the failure text of every engine and the CLI.
+
+    Args:
+        handle: the app's handle
+        status: its last status (None: the scheduler has no record of it)
+        tail: the last log lines seen, each ``role/replica text``
+        redact: masks secrets (see :class:`anylaunch.specs.secrets.Redactor`)
+        headline: the first line instead of "ended STATE: msg" (e.g. a timeout's message)
+    """
+    if headline is not None:
+        text = headline
+    elif status is None:
+        text = (
+            f"anylaunch app {handle} does not exist (the scheduler has no record of it). "
+            "Fix: check the handle; finished apps may have been purged by the scheduler"
+        )
+    else:
+        text = f"anylaunch app {handle} ended {status.state.name}"
+        if status.msg:
+            text += f": {status.msg}"
+    details = error_details(status)
+    if "exit_code" in details:
+        text += f"\nexit code: {details['exit_code']}"
+    if "stderr_tail" in details:
+        text += "\nlast stderr:\n" + "\n".join(f"  {line}" for line in details["stderr_tail"])
+    if "error" in details:
+        text += f"\nerror: {details['error']}"
+    text = with_tail(text, tail)
+    return redact(text) if redact is not None else text
