@@ -32,6 +32,7 @@ from anylaunch.specs.structured_opts import StructuredOpts
 __all__ = [
     "DescribeAppResponse",
     "ListAppResponse",
+    "LogQuery",
     "Scheduler",
     "SchedulerFactory",
     "Stream",
@@ -205,6 +206,13 @@ class Scheduler(abc.ABC, Generic[T]):
     def _delete_existing(self, app_id: str) -> None:
         self._cancel_existing(app_id)
 
+    #: The log streams this backend keeps apart. A backend with one interleaved log per
+    #: replica (Kubernetes, AWS) sets ``(Stream.COMBINED,)``.
+    log_streams: tuple[Stream, ...] = (Stream.STDOUT, Stream.STDERR, Stream.COMBINED)
+    #: Whether this backend can select lines by time; without it since/until are ignored
+    #: (with a warning).
+    log_timestamps: bool = True
+
     def log_iter(
         self,
         app_id: str,
@@ -219,13 +227,146 @@ class Scheduler(abc.ABC, Generic[T]):
         """Returns an iterator over the log lines (each with its trailing newline) of the
         ``k``-th replica of ``role_name``. With ``should_tail`` it follows until the app ends.
 
+        Every argument is checked here, once for every backend, before anything is read:
+        the role (with a did-you-mean), the replica index, the stream (one the backend
+        keeps), the regex, and ``since``/``until``. The backend supplies the app's replicas
+        (:meth:`_log_replicas`) and one replica's lines (:meth:`_replica_log_lines`).
+
         Raises:
+            UnknownAppException: the scheduler does not know the app.
+            InvalidSpecError: an unknown role, a replica index out of range, a bad stream,
+                regex or time window.
             NotImplementedError: the scheduler does not support log iteration.
+        """
+        query = _log_query(self, regex, since, until, should_tail, streams)
+        replicas = self._log_replicas(app_id)
+        if replicas is None:
+            from anylaunch.specs.api import make_app_handle
+            from anylaunch.specs.errors import UnknownAppException
+
+            raise UnknownAppException(make_app_handle(self.backend, self.session_name, str(app_id)))
+        replica = _pick_replica(app_id, replicas, role_name, k)
+        lines = self._replica_log_lines(app_id, role_name, k, replica, query)
+        return filter_regex(regex, lines) if regex else lines
+
+    def _log_replicas(self, app_id: str) -> Mapping[str, Mapping[int, Any] | None] | None:
+        """The app's replicas for ``log_iter``: role name -> {replica index: whatever the
+        backend needs to read that replica's log}; a role maps to None when the backend cannot
+        tell how many replicas it has (any index >= 0 is then accepted). None: unknown app.
         """
         raise NotImplementedError(
             f"the {self.backend} scheduler does not support log iteration; "
             "read the logs in the backend's own UI"
         )
+
+    def _replica_log_lines(
+        self, app_id: str, role_name: str, k: int, replica: Any, query: LogQuery
+    ) -> Iterable[str]:
+        """One replica's lines (each with its trailing newline), per the checked ``query``;
+        ``replica`` is what :meth:`_log_replicas` returned for it (None for an unknown count).
+        """
+        raise NotImplementedError(
+            f"the {self.backend} scheduler does not support log iteration; "
+            "read the logs in the backend's own UI"
+        )
+
+
+@dataclass(frozen=True)
+class LogQuery:
+    """The checked arguments of one ``log_iter`` call, handed to a backend's replica reader.
+
+    ``since``/``until`` are None when the backend keeps no timestamps (they were ignored).
+    """
+
+    stream: Stream
+    since: datetime | None
+    until: datetime | None
+    should_tail: bool
+
+
+def _log_query(
+    scheduler: Scheduler[Any],
+    regex: object,
+    since: object,
+    until: object,
+    should_tail: object,
+    streams: object,
+) -> LogQuery:
+    try:
+        stream = Stream.COMBINED if streams is None else Stream(streams)  # type: ignore[arg-type]
+    except ValueError:
+        raise InvalidSpecError(
+            "streams", streams, "is not a stream", "use stdout, stderr or combined"
+        ) from None
+    if stream not in scheduler.log_streams:
+        kept = ", ".join(s.value for s in scheduler.log_streams)
+        raise InvalidSpecError(
+            "streams",
+            stream.value,
+            f"the {scheduler.backend} scheduler keeps only these log streams: {kept}",
+            "pass streams=None or Stream.COMBINED",
+        )
+    if regex is not None:
+        if not isinstance(regex, str):
+            raise InvalidSpecError(
+                "regex", type(regex).__name__, "must be a str", "pass a pattern, e.g. 'error'"
+            )
+        filter_regex(regex, [])  # a bad pattern fails now, not at the first line
+    for name, value in (("since", since), ("until", until)):
+        if value is not None and not isinstance(value, datetime):
+            raise InvalidSpecError(
+                name, value, "must be a datetime or None", "pass e.g. datetime.now()"
+            )
+    if isinstance(since, datetime) and isinstance(until, datetime):
+        if (since.tzinfo is None) != (until.tzinfo is None):
+            raise InvalidSpecError(
+                "until", until, "mixes a naive and an aware datetime with since", "use one kind"
+            )
+        if until < since:
+            raise InvalidSpecError(
+                "until", until, f"is before since ({since})", "pass until >= since"
+            )
+    if not isinstance(should_tail, bool):
+        raise InvalidSpecError("should_tail", should_tail, "must be True or False", "pass a bool")
+    if not scheduler.log_timestamps and (since is not None or until is not None):
+        import logging
+
+        logging.getLogger(__name__).warning(
+            "the %s scheduler's logs carry no timestamps: since/until are ignored",
+            scheduler.backend,
+        )
+        since = until = None
+    return LogQuery(stream, since, until, should_tail)  # type: ignore[arg-type]
+
+
+def _pick_replica(
+    app_id: str, replicas: Mapping[str, Mapping[int, Any] | None], role_name: str, k: object
+) -> Any:
+    if not isinstance(role_name, str) or role_name not in replicas:
+        from anylaunch.specs.errors import did_you_mean
+
+        raise InvalidSpecError(
+            "role_name",
+            role_name,
+            f"app {app_id} has no such role.{did_you_mean(str(role_name), replicas)}",
+            f"use one of: {', '.join(replicas)}",
+        )
+    known = replicas[role_name]
+    if (
+        isinstance(k, bool)
+        or not isinstance(k, int)
+        or k < 0
+        or (known is not None and k not in known)
+    ):
+        n = "an unknown number of" if known is None else str(len(known))
+        last = f"from 0 to {len(known) - 1}" if known else ">= 0"
+        raise InvalidSpecError(
+            "k",
+            k,
+            f"role {role_name!r} of app {app_id} has {n} replica(s)",
+            f"use a replica index {last}",
+        )
+    return None if known is None else known[k]
 
 
 def split_lines(text: str) -> list[str]:

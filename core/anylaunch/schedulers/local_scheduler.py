@@ -29,7 +29,6 @@ import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -37,9 +36,8 @@ from anylaunch.schedulers import local_state as ls
 from anylaunch.schedulers.api import (
     DescribeAppResponse,
     ListAppResponse,
+    LogQuery,
     Scheduler,
-    Stream,
-    filter_regex,
 )
 from anylaunch.schedulers.file_tail import ChangeWaiter, follow, iter_lines
 from anylaunch.specs.api import (
@@ -59,8 +57,6 @@ from anylaunch.specs.errors import (
     AnylaunchError,
     InvalidRunConfigException,
     InvalidSpecError,
-    UnknownAppException,
-    did_you_mean,
 )
 from anylaunch.specs.runopts import CfgVal, runopts
 from anylaunch.specs.secrets import is_secret_env_name
@@ -796,64 +792,30 @@ class LocalScheduler(Scheduler[Mapping[str, CfgVal]]):
 
     # --- logs -----------------------------------------------------------------------------
 
-    def log_iter(
-        self,
-        app_id: str,
-        role_name: str,
-        k: int = 0,
-        regex: str | None = None,
-        since: datetime | None = None,
-        until: datetime | None = None,
-        should_tail: bool = False,
-        streams: Stream | None = None,
-    ) -> Iterable[str]:
-        """Lines (with their trailing newline) of replica ``k`` of ``role_name``.
-
-        ``streams`` picks stdout, stderr or (default) the interleaved combined log. ``since``
-        and ``until`` keep the lines written in that window (naive datetimes are local time).
-        With ``should_tail`` it follows the log until the app ended and the log is drained.
-
-        Raises:
-            UnknownAppException: no such app.
-            InvalidSpecError: an unknown role, a replica index out of range, a bad stream or
-                regex.
-        """
+    def _log_replicas(self, app_id: str) -> dict[str, dict[int, Any]] | None:
         app_dir = self._app_dir(app_id)
         request = ls.read_json(app_dir / ls.REQUEST_FILE) if app_dir is not None else None
         if app_dir is None or request is None:
-            raise UnknownAppException(make_app_handle(self.backend, self.session_name, str(app_id)))
-        roles = {role["name"]: role for role in request["roles"]}
-        if role_name not in roles:
-            raise InvalidSpecError(
-                "role_name",
-                role_name,
-                f"app {app_id} has no such role.{did_you_mean(str(role_name), roles)}",
-                f"use one of: {', '.join(roles)}",
-            )
-        replicas = roles[role_name]["replicas"]
-        if isinstance(k, bool) or not isinstance(k, int) or not 0 <= k < len(replicas):
-            raise InvalidSpecError(
-                "k",
-                k,
-                f"role {role_name!r} of app {app_id} has {len(replicas)} replica(s)",
-                f"use a replica index from 0 to {len(replicas) - 1}",
-            )
-        try:
-            stream = Stream.COMBINED if streams is None else Stream(streams)
-        except ValueError:
-            raise InvalidSpecError(
-                "streams", streams, "is not a stream", "use stdout, stderr or combined"
-            ) from None
-        path = replicas[k][f"{stream.value}_log"]
-        lines = self._read_log(
+            return None
+        return {
+            role["name"]: {k: (app_dir, replica) for k, replica in enumerate(role["replicas"])}
+            for role in request["roles"]
+        }
+
+    def _replica_log_lines(
+        self, app_id: str, role_name: str, k: int, replica: Any, query: LogQuery
+    ) -> Iterable[str]:
+        """Lines of one replica: ``query.stream`` picks stdout, stderr or the interleaved
+        combined log; ``since``/``until`` select by the time index written beside each log."""
+        app_dir, record = replica
+        return self._read_log(
             app_id,
-            path,
-            since.timestamp() if since is not None else None,
-            until.timestamp() if until is not None else None,
-            should_tail,
+            record[f"{query.stream.value}_log"],
+            query.since.timestamp() if query.since is not None else None,
+            query.until.timestamp() if query.until is not None else None,
+            query.should_tail,
             watch=str(app_dir),
         )
-        return filter_regex(regex, lines) if regex else lines
 
     def _read_log(
         self,

@@ -45,7 +45,14 @@ from anylaunch.specs.api import (
 )
 from anylaunch.specs.errors import InvalidSpecError, did_you_mean
 
-__all__ = ["appdef_from_dict", "appdef_from_yaml", "appdef_to_dict", "appdef_to_yaml"]
+__all__ = [
+    "appdef_from_dict",
+    "appdef_from_yaml",
+    "appdef_to_dict",
+    "appdef_to_yaml",
+    "role_from_dict",
+    "role_to_dict",
+]
 
 _APP_KEYS = ("name", "roles", "metadata")
 _ROLE_KEYS = tuple(f.name for f in dataclasses.fields(Role))
@@ -102,6 +109,30 @@ def appdef_to_dict(app: AppDef) -> dict[str, Any]:
         )
     plain: dict[str, Any] = _plain(app)
     return plain
+
+
+def role_to_dict(role: Role) -> dict[str, Any]:
+    """The plain-data form of one role (as in :func:`appdef_to_dict`), e.g. for the record a
+    scheduler keeps with an app.
+
+    >>> role_to_dict(Role("w", image="img", entrypoint="echo"))["entrypoint"]
+    'echo'
+    """
+    if not isinstance(role, Role):
+        raise InvalidSpecError(
+            "role", type(role).__name__, "must be a Role", "pass anylaunch.specs.Role(...)"
+        )
+    plain: dict[str, Any] = _plain(role)
+    return plain
+
+
+def role_from_dict(data: Mapping[str, Any]) -> Role:
+    """A role back from :func:`role_to_dict` (the inverse), validated like every Role.
+
+    >>> role_from_dict({"name": "w", "image": "img", "entrypoint": "echo", "args": ["a"]}).args
+    ['a']
+    """
+    return _role(0, data)
 
 
 def appdef_to_yaml(app: AppDef) -> str:

@@ -1,0 +1,115 @@
+"""Behaviour every scheduler shares: secret env names, NUL checks, role records and how the
+states of an app's replicas add up to the app's state.
+
+Scheduler modules import these from here (never from another scheduler's module), so each
+rule has one definition and one answer for the same input.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from anylaunch.specs.api import AppState, Role
+from anylaunch.specs.errors import InvalidSpecError
+from anylaunch.specs.secrets import is_secret_env_name, mask_env
+
+__all__ = [
+    "aggregate_replica_states",
+    "check_no_nul",
+    "is_secret_env_name",
+    "mask_env",
+    "role_from_record",
+    "role_record",
+]
+
+
+def check_no_nul(field: str, value: str, secret: bool = False) -> None:
+    """Raises if ``value`` holds a NUL byte, which no process argument, env value or job
+    script can carry. The error never quotes a ``secret`` value.
+
+    >>> check_no_nul("Role[w].args[0]", "ok")
+    >>> check_no_nul("Role[w].env[API_TOKEN]", "s3cr3t\\x00", secret=True)
+    Traceback (most recent call last):
+    ...
+    anylaunch.specs.errors.InvalidSpecError: Role[w].env[API_TOKEN]='<secret, 7 characters>' is invalid: contains a NUL byte (at index 6), which no process argument, env value or job script can carry. Fix: remove the NUL byte
+    """
+    index = value.find("\x00")
+    if index < 0:
+        return
+    shown: object = f"<secret, {len(value)} characters>" if secret else value
+    raise InvalidSpecError(
+        field,
+        shown,
+        f"contains a NUL byte (at index {index}), which no process argument, env value or "
+        "job script can carry",
+        "remove the NUL byte",
+    )
+
+
+#: Replica states in the order they decide an app's state (see aggregate_replica_states).
+_BEFORE_START = (AppState.PENDING, AppState.SUBMITTED, AppState.UNSUBMITTED)
+
+
+def aggregate_replica_states(states: Iterable[AppState]) -> AppState:
+    """The state of an app from the states of its replicas (after the backend applied its
+    retries), with one answer for every input:
+
+    1. no replicas: UNKNOWN
+    2. any FAILED: FAILED (a gang app fails when one replica fails for good)
+    3. any CANCELLED: CANCELLED
+    4. all SUCCEEDED: SUCCEEDED
+    5. any RUNNING, or some SUCCEEDED and the rest not finished: RUNNING (started, not done)
+    6. otherwise the most advanced of PENDING, SUBMITTED, UNSUBMITTED present
+    7. otherwise (only UNKNOWN): UNKNOWN
+
+    An UNKNOWN replica next to known ones does not hide what the others say.
+
+    >>> S = AppState
+    >>> aggregate_replica_states([S.UNKNOWN, S.RUNNING]).name
+    'RUNNING'
+    >>> aggregate_replica_states([S.SUCCEEDED, S.PENDING]).name
+    'RUNNING'
+    >>> aggregate_replica_states([S.RUNNING, S.FAILED, S.CANCELLED]).name
+    'FAILED'
+    >>> aggregate_replica_states([S.UNKNOWN, S.PENDING]).name, aggregate_replica_states([]).name
+    ('PENDING', 'UNKNOWN')
+    """
+    present = set(states)
+    if not present:
+        return AppState.UNKNOWN
+    if AppState.FAILED in present:
+        return AppState.FAILED
+    if AppState.CANCELLED in present:
+        return AppState.CANCELLED
+    if present == {AppState.SUCCEEDED}:
+        return AppState.SUCCEEDED
+    if AppState.RUNNING in present or AppState.SUCCEEDED in present:
+        return AppState.RUNNING
+    for state in _BEFORE_START:
+        if state in present:
+            return state
+    return AppState.UNKNOWN
+
+
+def role_record(role: Role) -> dict[str, Any]:
+    """The plain-data record of a role that a backend keeps with the app (labels, a
+    ConfigMap, a state file) to describe it later: the same form everywhere,
+    ``anylaunch.specs.serialize``'s.
+
+    >>> from anylaunch.specs.api import Role
+    >>> record = role_record(Role("w", image="img", entrypoint="echo", args=["hi"]))
+    >>> record["name"], record["args"], role_from_record(record).args
+    ('w', ['hi'], ['hi'])
+    """
+    from anylaunch.specs.serialize import role_to_dict
+
+    return role_to_dict(role)
+
+
+def role_from_record(record: Mapping[str, Any]) -> Role:
+    """The role back from :func:`role_record` (also reads the older local/docker record form,
+    whose ``retry_policy`` is the policy's value and ``resource`` holds cpu/gpu/memMB only)."""
+    from anylaunch.specs.serialize import role_from_dict
+
+    return role_from_dict(record)
