@@ -11,7 +11,6 @@ import argparse
 import logging
 import re
 import sys
-import time
 from typing import TYPE_CHECKING
 
 from anylaunch.cli.cmd_base import SubCommand
@@ -30,7 +29,6 @@ _IDENTIFIER = re.compile(
 )
 
 #: States in which a replica has no logs yet.
-_NOT_STARTED = frozenset({"UNSUBMITTED", "SUBMITTED", "PENDING"})
 
 
 def parse_identifier(identifier: str) -> tuple[str, str | None, list[int] | None]:
@@ -58,26 +56,26 @@ def parse_identifier(identifier: str) -> tuple[str, str | None, list[int] | None
 
 
 def wait_until_started(runner: Runner, app_handle: str, poll_interval: float = 1.0) -> AppStatus:
-    """Polls until the app has left the queue (a pending replica has no logs to read).
+    """Polls until the app has started (a pending replica has no logs to read), by the core
+    lifecycle policy's meaning of "started" (RUNNING or already ended).
 
     Raises:
         UnknownAppException: the scheduler does not know the app.
     """
+    from anylaunch.runner.driver import drive
+    from anylaunch.runner.watch import Lost, WatchPolicy
     from anylaunch.specs.errors import UnknownAppException
 
-    announced = False
-    delay = 0.1  # local apps start at once: do not make them wait a full interval
-    while True:
-        status = runner.status(app_handle)
-        if status is None:
+    logger.debug("waiting for %s to start before reading its logs...", app_handle)
+    policy = WatchPolicy(poll_interval, handle=app_handle, cancel_on_failure=False)
+    decision = drive(runner, app_handle, policy, until_started=True)
+    if isinstance(decision, Lost):
+        if decision.reason == "vanished":
             raise UnknownAppException(app_handle)
-        if status.state.name not in _NOT_STARTED:
-            return status
-        if not announced:
-            logger.debug("waiting for %s to start before reading its logs...", app_handle)
-            announced = True
-        time.sleep(delay)
-        delay = min(delay * 2, poll_interval)
+        assert policy.last_error is not None
+        raise policy.last_error
+    assert policy.last_status is not None
+    return policy.last_status
 
 
 def _check_regex(regex: str | None) -> None:

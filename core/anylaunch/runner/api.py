@@ -24,10 +24,7 @@ from typing import Any
 from anylaunch.runner.watch import (
     Done,
     Lost,
-    Poll,
-    PollError,
     RunTimedOut,
-    StartupTimedOut,
     WatchPolicy,
     check_seconds,
     poll_intervals,
@@ -547,24 +544,18 @@ class Runner:
             cancel_on_failure=False,
             handle=app_handle,
         )
-        while True:
-            try:
-                observation: AppStatus | PollError | None = self.status(app_handle)
-            except Exception as e:
-                observation = PollError(e)
-            decision = policy.observe(observation, time.time())
-            if isinstance(decision, Poll):
-                time.sleep(decision.after)
-            elif isinstance(decision, Done):
-                return decision.status
-            elif isinstance(decision, RunTimedOut):
-                raise AppWaitTimeoutError(app_handle, decision.status.state, float(timeout or 0))
-            elif isinstance(decision, Lost) and decision.reason == "vanished":
-                return None
-            else:  # the backend kept failing, or failed for good: its error says why
-                assert isinstance(decision, (Lost, StartupTimedOut))
-                assert policy.last_error is not None
-                raise policy.last_error
+        from anylaunch.runner.driver import drive
+
+        decision = drive(self, app_handle, policy)
+        if isinstance(decision, Done):
+            return decision.status
+        if isinstance(decision, RunTimedOut):
+            raise AppWaitTimeoutError(app_handle, decision.status.state, float(timeout or 0))
+        if isinstance(decision, Lost) and decision.reason == "vanished":
+            return None
+        # the backend kept failing, or failed for good: its own error says why
+        assert policy.last_error is not None
+        raise policy.last_error
 
     def describe(self, app_handle: AppHandle) -> AppDef | None:
         """Rebuilds the app (as far as the scheduler can) from its handle, or None."""
