@@ -19,10 +19,11 @@ from collections.abc import Callable, Iterator, Mapping
 from datetime import datetime
 from typing import Any
 
-from anylaunch.schedulers.api import split_lines
+from anylaunch.schedulers.api import Scheduler, Stream, split_lines
 from anylaunch.schedulers.dependencies import require_sdk
 from anylaunch.specs.api import AppDef
 from anylaunch.specs.errors import AnylaunchError, InvalidRunConfigException, InvalidSpecError
+from anylaunch.specs.runopts import CfgVal
 
 __all__ = [
     "APP_NAME_TAG",
@@ -80,6 +81,44 @@ def make_client(service: str, scheduler: str) -> Any:
             f"the {scheduler} scheduler found no AWS region. Fix: set AWS_DEFAULT_REGION "
             "(or region in the AWS_PROFILE's ~/.aws/config)"
         ) from None
+
+
+class AWSScheduler(Scheduler[Mapping[str, CfgVal]]):
+    """What the AWS schedulers share: a service client and a CloudWatch Logs client, each
+    made on first use from boto3's standard credential chain (or given), and one combined log
+    stream per host (AWS keeps stdout and stderr together).
+
+    Args:
+        backend: the scheduler's name
+        session_name: goes into app handles
+        service: the boto3 service of the jobs (``batch``, ``sagemaker``)
+        client: a boto3 client of ``service`` to use
+        log_client: a boto3 ``logs`` client to use
+    """
+
+    log_streams = (Stream.COMBINED,)
+
+    def __init__(
+        self, backend: str, session_name: str, service: str, client: Any, log_client: Any
+    ) -> None:
+        super().__init__(backend, session_name)
+        self._service = service
+        self._client = client
+        self._log_client = log_client
+
+    @property
+    def client(self) -> Any:
+        """The boto3 client of the jobs' service (created on first use)."""
+        if self._client is None:
+            self._client = make_client(self._service, self.backend)
+        return self._client
+
+    @property
+    def log_client(self) -> Any:
+        """The boto3 CloudWatch Logs client (created on first use)."""
+        if self._log_client is None:
+            self._log_client = make_client("logs", self.backend)
+        return self._log_client
 
 
 def is_client_error(error: BaseException, *codes: str) -> bool:

@@ -30,9 +30,7 @@ from anylaunch.schedulers import aws_common as aws
 from anylaunch.schedulers.api import (
     DescribeAppResponse,
     ListAppResponse,
-    Scheduler,
-    Stream,
-    filter_regex,
+    LogQuery,
 )
 from anylaunch.specs.api import (
     NONE,
@@ -48,8 +46,6 @@ from anylaunch.specs.api import (
 from anylaunch.specs.errors import (
     InvalidRunConfigException,
     InvalidSpecError,
-    UnknownAppException,
-    did_you_mean,
 )
 from anylaunch.specs.named_resources_aws import instance_type_from_resource
 from anylaunch.specs.runopts import CfgVal, runopts
@@ -156,7 +152,7 @@ def format_request(request: SageMakerJobRequest) -> str:
     """
     import yaml
 
-    from anylaunch.schedulers.local_scheduler import is_secret_env_name
+    from anylaunch.schedulers.shared import is_secret_env_name
 
     body = dict(request.create_training_job)
     if "Environment" in body:
@@ -207,7 +203,7 @@ def _job_state(job: Mapping[str, Any]) -> tuple[AppState, str]:
     return AppState.UNKNOWN, f"{status} {secondary}".strip()
 
 
-class AWSSageMakerScheduler(Scheduler[Mapping[str, CfgVal]]):
+class AWSSageMakerScheduler(aws.AWSScheduler):
     """Runs single-role apps as SageMaker training jobs.
 
     Args:
@@ -217,23 +213,7 @@ class AWSSageMakerScheduler(Scheduler[Mapping[str, CfgVal]]):
     """
 
     def __init__(self, session_name: str, client: Any = None, log_client: Any = None) -> None:
-        super().__init__(BACKEND, session_name)
-        self._sagemaker = client
-        self._logs = log_client
-
-    @property
-    def client(self) -> Any:
-        """The boto3 SageMaker client (created on first use)."""
-        if self._sagemaker is None:
-            self._sagemaker = aws.make_client("sagemaker", BACKEND)
-        return self._sagemaker
-
-    @property
-    def log_client(self) -> Any:
-        """The boto3 CloudWatch Logs client (created on first use)."""
-        if self._logs is None:
-            self._logs = aws.make_client("logs", BACKEND)
-        return self._logs
+        super().__init__(BACKEND, session_name, "sagemaker", client, log_client)
 
     # --- dryrun and schedule --------------------------------------------------------------
 
@@ -484,51 +464,19 @@ class AWSSageMakerScheduler(Scheduler[Mapping[str, CfgVal]]):
 
     # --- logs -----------------------------------------------------------------------------
 
-    def log_iter(
-        self,
-        app_id: str,
-        role_name: str,
-        k: int = 0,
-        regex: str | None = None,
-        since: datetime | None = None,
-        until: datetime | None = None,
-        should_tail: bool = False,
-        streams: Stream | None = None,
-    ) -> Iterable[str]:
-        """Lines of instance ``k`` (host ``algo-{k+1}``) from CloudWatch Logs.
-
-        SageMaker keeps stdout and stderr in one stream per host. With ``should_tail`` it
-        follows the stream until the job ended.
-
-        Raises:
-            UnknownAppException: no such training job.
-            InvalidSpecError: an unknown role, an instance out of range, or stdout/stderr asked.
-        """
-        if streams not in (None, Stream.COMBINED):
-            raise InvalidSpecError(
-                "streams",
-                str(streams),
-                "SageMaker keeps stdout and stderr in one combined stream per host",
-                "use streams=None or Stream.COMBINED",
-            )
+    def _log_replicas(self, app_id: str) -> dict[str, dict[int, Any]] | None:
         job = self._describe_job(app_id)
         if job is None:
-            raise UnknownAppException(make_app_handle(self.backend, self.session_name, str(app_id)))
+            return None
         role = self._role_of(job)
-        if role_name != role.name:
-            raise InvalidSpecError(
-                "role_name",
-                role_name,
-                f"training job {app_id} has no such role.{did_you_mean(str(role_name), [role.name])}",
-                f"use {role.name!r}",
-            )
-        if isinstance(k, bool) or not isinstance(k, int) or not 0 <= k < role.num_replicas:
-            raise InvalidSpecError(
-                "k",
-                k,
-                f"training job {app_id} runs {role.num_replicas} instance(s)",
-                f"use an instance index from 0 to {role.num_replicas - 1}",
-            )
+        return {role.name: {k: k for k in range(role.num_replicas)}}
+
+    def _replica_log_lines(
+        self, app_id: str, role_name: str, k: int, replica: Any, query: LogQuery
+    ) -> Iterable[str]:
+        """Lines of instance ``k`` (host ``algo-{k+1}``) from CloudWatch Logs (SageMaker keeps
+        stdout and stderr in one stream per host); with ``should_tail`` it follows the stream
+        until the job ended."""
         prefix = f"{app_id}/algo-{k + 1}-"
 
         def locate() -> tuple[str, str] | None:
@@ -548,8 +496,9 @@ class AWSSageMakerScheduler(Scheduler[Mapping[str, CfgVal]]):
             current = self._describe_job(app_id)
             return current is None or _job_state(current)[0].is_terminal()
 
-        lines = aws.follow_log_stream(self.log_client, locate, is_done, since, until, should_tail)
-        return filter_regex(regex, lines) if regex else lines
+        return aws.follow_log_stream(
+            self.log_client, locate, is_done, query.since, query.until, query.should_tail
+        )
 
 
 def _role_of(job: Mapping[str, Any], name: str) -> Role:

@@ -25,8 +25,8 @@ from anylaunch.schedulers.aws_batch_scheduler import (
     MAIN_NODE_ADDR_ENV,
     AWSBatchScheduler,
     BatchJobRequest,
-    _job_state,
 )
+from anylaunch.schedulers.aws_batch_state import job_state
 from anylaunch.schedulers.aws_common import AWSRequestError
 from anylaunch.specs import (
     AppDef,
@@ -303,11 +303,11 @@ def test_every_batch_status_maps_to_a_state() -> None:
     from botocore.session import get_session
 
     statuses = get_session().get_service_model("batch").shape_for("JobStatus").enum
-    mapped = {s: _job_state({"status": s}, time.time())[0] for s in statuses}
+    mapped = {s: job_state({"status": s}, time.time())[0] for s in statuses}
     assert AppState.UNKNOWN not in mapped.values()
     assert mapped["RUNNABLE"] == AppState.PENDING and mapped["RUNNING"] == AppState.RUNNING
     failed = {"status": "FAILED", "statusReason": CANCEL_REASON}
-    assert _job_state(failed, time.time())[0] == AppState.CANCELLED
+    assert job_state(failed, time.time())[0] == AppState.CANCELLED
 
 
 # --- against moto (real botocore over HTTP) --------------------------------------------------

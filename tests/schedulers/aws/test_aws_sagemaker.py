@@ -314,7 +314,7 @@ def test_logs_come_from_each_hosts_stream(moto_aws: str) -> None:
     assert list(scheduler.log_iter(app_id, "trainer", 0, until=middle)) == ["epoch 1\n"]
     # the job is over (moto completes it at once): tailing returns what there is and stops
     assert list(scheduler.log_iter(app_id, "trainer", 1, should_tail=True)) == ["worker up\n"]
-    with pytest.raises(InvalidSpecError, match="2 instance"):
+    with pytest.raises(InvalidSpecError, match="has 2 replica"):
         scheduler.log_iter(app_id, "trainer", 2)
     with pytest.raises(InvalidSpecError, match="Did you mean 'trainer'"):
         scheduler.log_iter(app_id, "trainr", 0)
