@@ -9,20 +9,37 @@ from __future__ import annotations
 import copy
 import re
 import string
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from enum import Enum, IntEnum
-from typing import TYPE_CHECKING, Any, Generic, NamedTuple, TypeVar, Union
+from enum import Enum
+from typing import TYPE_CHECKING, Any
 
 from anylaunch.specs.errors import (
-    AnylaunchError,
     InvalidRunConfigException,
     InvalidSpecError,
     MalformedAppHandleException,
     UnknownAppException,
     UnknownSchedulerException,
 )
+from anylaunch.specs.handles import (
+    AppDryRunInfo,
+    AppHandle,
+    ParsedAppHandle,
+    make_app_handle,
+    parse_app_handle,
+)
+from anylaunch.specs.markers import ALL, MISSING, NONE
+from anylaunch.specs.mounts import BindMount, DeviceMount, VolumeMount, parse_mounts
 from anylaunch.specs.runopts import CfgVal, runopt, runopts
+from anylaunch.specs.status import (
+    AppState,
+    AppStatus,
+    AppStatusError,
+    ReplicaState,
+    ReplicaStatus,
+    RoleStatus,
+    is_terminal,
+)
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -63,12 +80,6 @@ __all__ = [
     "runopts",
 ]
 
-#: Placeholder for a value that was never set.
-MISSING: str = "<MISSING>"
-#: Placeholder for "no value" in string fields (e.g. no structured error).
-NONE: str = "<NONE>"
-#: Selects all roles/replicas where a filter is accepted.
-ALL: str = "ALL"
 
 _ROLE_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
 _ENV_NAME = re.compile(r"^[^=\x00]+$")
@@ -180,120 +191,6 @@ class RetryPolicy(str, Enum):
 
     def __str__(self) -> str:
         return self.value
-
-
-# ---------------------------------------------------------------------------------------------
-# Mounts
-# ---------------------------------------------------------------------------------------------
-
-
-@dataclass
-class BindMount:
-    """Bind-mounts a host path into the worker container."""
-
-    src_path: str
-    dst_path: str
-    read_only: bool = False
-
-
-@dataclass
-class VolumeMount:
-    """Mounts a persistent volume into the worker container."""
-
-    src: str
-    dst_path: str
-    read_only: bool = False
-
-
-@dataclass
-class DeviceMount:
-    """Mounts a host device into the container (``permissions`` is a subset of ``rwm``)."""
-
-    src_path: str
-    dst_path: str
-    permissions: str = "rwm"
-
-    def __post_init__(self) -> None:
-        if not self.permissions or set(self.permissions) - set("rwm"):
-            raise InvalidSpecError(
-                "DeviceMount.permissions",
-                self.permissions,
-                "must be made of the letters r, w and m",
-                "use e.g. 'rwm' or 'r'",
-            )
-
-
-Mount = Union[BindMount, VolumeMount, DeviceMount]  # noqa: UP007 (a runtime alias)
-
-_MOUNT_KEYS = {
-    "src": "src",
-    "source": "src",
-    "dst": "dst",
-    "destination": "dst",
-    "target": "dst",
-    "readonly": "readonly",
-    "ro": "readonly",
-    "perm": "perm",
-    "permissions": "perm",
-}
-
-
-def _mount_error(spec: str, problem: str) -> InvalidSpecError:
-    return InvalidSpecError(
-        "mounts",
-        spec,
-        problem,
-        "write type=bind,src=/host,dst=/container[,readonly] | "
-        "type=volume,src=NAME,dst=/container[,readonly] | "
-        "type=device,src=/dev/X[,dst=/dev/Y][,perm=rwm]",
-    )
-
-
-def parse_mounts(opts: list[str]) -> list[BindMount | VolumeMount | DeviceMount]:
-    """Parses Docker-style mount options into typed mounts.
-
-    Several mounts may share one list; ``type`` must come first in each.
-
-    >>> parse_mounts(["type=bind,src=/host,dst=/container,readonly"])
-    [BindMount(src_path='/host', dst_path='/container', read_only=True)]
-    >>> parse_mounts(["type=volume", "src=data", "dst=/data", "type=device", "src=/dev/fuse"])
-    [VolumeMount(src='data', dst_path='/data', read_only=False), DeviceMount(src_path='/dev/fuse', dst_path='/dev/fuse', permissions='rwm')]
-    """
-    spec = ",".join(opts)
-    groups: list[dict[str, str]] = []
-    for token in (t.strip() for opt in opts for t in opt.split(",")):
-        if not token:
-            continue
-        key, sep, value = token.partition("=")
-        key = key.strip().lower()
-        if key == "type":
-            groups.append({"type": value.strip()})
-            continue
-        if not groups:
-            raise _mount_error(spec, f"{token!r} comes before any type=...")
-        canonical = _MOUNT_KEYS.get(key)
-        if canonical is None:
-            raise _mount_error(spec, f"unknown mount option {key!r}")
-        groups[-1][canonical] = value if sep else "true"
-
-    mounts: list[BindMount | VolumeMount | DeviceMount] = []
-    for group in groups:
-        kind = group["type"]
-        read_only = group.get("readonly", "false").lower() in ("true", "1", "yes")
-        if kind in ("bind", "volume") and ("src" not in group or "dst" not in group):
-            raise _mount_error(spec, f"a {kind} mount needs src and dst")
-        if kind == "bind":
-            mounts.append(BindMount(group["src"], group["dst"], read_only))
-        elif kind == "volume":
-            mounts.append(VolumeMount(group["src"], group["dst"], read_only))
-        elif kind == "device":
-            if "src" not in group:
-                raise _mount_error(spec, "a device mount needs src")
-            src = group["src"]
-            mounts.append(DeviceMount(src, group.get("dst", src), group.get("perm", "rwm")))
-        else:
-            raise _mount_error(spec, f"unknown mount type {kind!r}")
-    return mounts
 
 
 # ---------------------------------------------------------------------------------------------
@@ -672,282 +569,3 @@ class AppDef:
         self._check_roles()
         for role in self.roles:
             role.validate()
-
-
-# ---------------------------------------------------------------------------------------------
-# States and statuses
-# ---------------------------------------------------------------------------------------------
-
-
-class AppState(IntEnum):
-    """State of an application (or of one replica: :data:`ReplicaState`).
-
-    UNSUBMITTED → SUBMITTED → PENDING → RUNNING → SUCCEEDED | FAILED | CANCELLED; UNKNOWN when
-    the scheduler cannot tell. A preempted app may move from RUNNING back to PENDING.
-
-    >>> AppState.SUCCEEDED.is_terminal(), AppState.RUNNING.is_terminal()
-    (True, False)
-    """
-
-    UNSUBMITTED = 0
-    SUBMITTED = 1
-    PENDING = 2
-    RUNNING = 3
-    SUCCEEDED = 4
-    FAILED = 5
-    CANCELLED = 6
-    UNKNOWN = 7
-
-    def __str__(self) -> str:
-        return self.name
-
-    def is_terminal(self) -> bool:
-        """True for SUCCEEDED, FAILED and CANCELLED."""
-        return self in _TERMINAL_STATES
-
-
-_TERMINAL_STATES = frozenset({AppState.SUCCEEDED, AppState.FAILED, AppState.CANCELLED})
-
-#: The state of one replica uses the same values as the state of an app.
-ReplicaState = AppState
-
-
-def is_terminal(state: AppState) -> bool:
-    """True if ``state`` is SUCCEEDED, FAILED or CANCELLED.
-
-    >>> is_terminal(AppState.FAILED)
-    True
-    """
-    return state in _TERMINAL_STATES
-
-
-def _state_from(value: object) -> AppState:
-    if isinstance(value, AppState):
-        return value
-    if isinstance(value, str):
-        return AppState[value.upper()]
-    if isinstance(value, int):
-        return AppState(value)
-    raise ValueError(f"{value!r} is not an AppState")
-
-
-@dataclass
-class ReplicaStatus:
-    """The status of one replica of a role."""
-
-    id: int
-    state: AppState
-    role: str
-    hostname: str
-    structured_error_msg: str = NONE
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-friendly form (the state by name)."""
-        return {**asdict(self), "state": self.state.name}
-
-
-@dataclass
-class RoleStatus:
-    """The statuses of the replicas of one role."""
-
-    role: str
-    replicas: list[ReplicaStatus] = field(default_factory=list)
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-friendly form."""
-        return {"role": self.role, "replicas": [r.to_dict() for r in self.replicas]}
-
-
-@dataclass
-class AppStatus:
-    """Runtime status of an AppDef (roles hold the replica statuses of the latest attempt).
-
-    >>> status = AppStatus(AppState.FAILED, msg="replica trainer/0 exited 1")
-    >>> status.to_dict()["state"]
-    'FAILED'
-    >>> AppStatus.from_dict(status.to_dict()) == status
-    True
-    >>> status.raise_for_status()
-    Traceback (most recent call last):
-    ...
-    anylaunch.specs.api.AppStatusError: app ended FAILED: replica trainer/0 exited 1
-    """
-
-    state: AppState
-    num_restarts: int = 0
-    msg: str = ""
-    structured_error_msg: str = NONE
-    ui_url: str | None = None
-    roles: list[RoleStatus] = field(default_factory=list)
-
-    def is_terminal(self) -> bool:
-        """True once the app has SUCCEEDED, FAILED or been CANCELLED."""
-        return is_terminal(self.state)
-
-    def raise_for_status(self) -> None:
-        """Raises :class:`AppStatusError` if the state is not SUCCEEDED."""
-        if self.state != AppState.SUCCEEDED:
-            raise AppStatusError(self)
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-friendly form (states by name), e.g. for XCom or a task result."""
-        return {
-            "state": self.state.name,
-            "num_restarts": self.num_restarts,
-            "msg": self.msg,
-            "structured_error_msg": self.structured_error_msg,
-            "ui_url": self.ui_url,
-            "roles": [r.to_dict() for r in self.roles],
-        }
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> AppStatus:
-        """Inverse of :meth:`to_dict`."""
-        return cls(
-            state=_state_from(data["state"]),
-            num_restarts=int(data.get("num_restarts", 0)),
-            msg=str(data.get("msg", "")),
-            structured_error_msg=str(data.get("structured_error_msg", NONE)),
-            ui_url=data.get("ui_url"),
-            roles=[
-                RoleStatus(
-                    role=r["role"],
-                    replicas=[
-                        ReplicaStatus(
-                            id=int(rep["id"]),
-                            state=_state_from(rep["state"]),
-                            role=rep["role"],
-                            hostname=rep.get("hostname", ""),
-                            structured_error_msg=rep.get("structured_error_msg", NONE),
-                        )
-                        for rep in r.get("replicas", [])
-                    ],
-                )
-                for r in data.get("roles", [])
-            ],
-        )
-
-    def to_json(self) -> str:
-        """The status as a JSON document."""
-        import json
-
-        return json.dumps(self.to_dict(), indent=2)
-
-    def to_yaml(self) -> str:
-        """The status as a YAML document."""
-        import yaml
-
-        return str(yaml.safe_dump({"AppStatus": self.to_dict()}, sort_keys=False))
-
-    def format(self, filter_roles: list[str] | None = None) -> str:
-        """Human-readable status, optionally only for the roles in ``filter_roles``.
-
-        >>> print(AppStatus(AppState.RUNNING, roles=[RoleStatus("trainer", [
-        ...     ReplicaStatus(0, AppState.RUNNING, "trainer", "localhost")])]).format())
-        AppStatus:
-          State: RUNNING
-          Num Restarts: 0
-          Roles:
-            trainer:
-              0: RUNNING on localhost
-          Msg:
-          Structured Error Msg: <NONE>
-          UI URL: None
-        """
-        lines = [
-            "AppStatus:",
-            f"  State: {self.state.name}",
-            f"  Num Restarts: {self.num_restarts}",
-            "  Roles:",
-        ]
-        for role_status in self.roles:
-            if filter_roles and role_status.role not in filter_roles:
-                continue
-            lines.append(f"    {role_status.role}:")
-            for rep in role_status.replicas:
-                where = f" on {rep.hostname}" if rep.hostname else ""
-                err = "" if rep.structured_error_msg == NONE else f" ({rep.structured_error_msg})"
-                lines.append(f"      {rep.id}: {rep.state.name}{where}{err}")
-        lines += [
-            f"  Msg: {self.msg}".rstrip(),
-            f"  Structured Error Msg: {self.structured_error_msg}",
-            f"  UI URL: {self.ui_url}",
-        ]
-        return "\n".join(lines)
-
-
-class AppStatusError(AnylaunchError):
-    """Raised by :meth:`AppStatus.raise_for_status` when an app did not succeed."""
-
-    def __init__(self, app_status: AppStatus, *args: object) -> None:
-        self.app_status = app_status
-        detail = f": {app_status.msg}" if app_status.msg else ""
-        super().__init__(f"app ended {app_status.state.name}{detail}", *args)
-
-
-# ---------------------------------------------------------------------------------------------
-# Dryrun info and handles
-# ---------------------------------------------------------------------------------------------
-
-T = TypeVar("T")
-
-
-class AppDryRunInfo(Generic[T]):
-    """The scheduler request that would be submitted; ``print(info)`` shows it readably.
-
-    >>> info = AppDryRunInfo({"cmd": ["echo", "hi"]}, lambda r: f"would run {r['cmd']}")
-    >>> print(info)
-    would run ['echo', 'hi']
-    """
-
-    def __init__(self, request: T, fmt: Callable[[T], str]) -> None:
-        self.request = request
-        self._fmt = fmt
-        # set by the scheduler/runner so that schedule() can route and build the handle
-        self._app: AppDef | None = None
-        self._cfg: Mapping[str, CfgVal] | None = None
-        self._scheduler: str | None = None
-
-    def __repr__(self) -> str:
-        return self._fmt(self.request)
-
-    __str__ = __repr__
-
-
-#: An app handle: ``{scheduler}://{session_name}/{app_id}``.
-AppHandle = str
-
-_HANDLE = re.compile(r"^(?P<scheduler>[A-Za-z0-9_.-]+)://(?P<session>[^/]*)/(?P<app_id>[^/\s]+)$")
-
-
-class ParsedAppHandle(NamedTuple):
-    """Parsed components of an AppHandle."""
-
-    scheduler_backend: str
-    session_name: str
-    app_id: str
-
-
-def parse_app_handle(app_handle: AppHandle) -> ParsedAppHandle:
-    """Parses ``{scheduler}://{session_name}/{app_id}`` into its components.
-
-    >>> parse_app_handle("k8s://default/foo_bar")
-    ParsedAppHandle(scheduler_backend='k8s', session_name='default', app_id='foo_bar')
-    >>> parse_app_handle("k8s:///foo_bar")
-    ParsedAppHandle(scheduler_backend='k8s', session_name='', app_id='foo_bar')
-    """
-    match = _HANDLE.match(app_handle) if isinstance(app_handle, str) else None
-    if match is None:
-        raise MalformedAppHandleException(str(app_handle))
-    return ParsedAppHandle(match["scheduler"], match["session"], match["app_id"])
-
-
-def make_app_handle(scheduler_backend: str, session_name: str, app_id: str) -> AppHandle:
-    """Builds an app handle.
-
-    >>> make_app_handle("local_cwd", "default", "echo-1a2b")
-    'local_cwd://default/echo-1a2b'
-    """
-    handle = f"{scheduler_backend}://{session_name}/{app_id}"
-    parse_app_handle(handle)  # reject ids that would not parse back
-    return handle

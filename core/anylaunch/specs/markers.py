@@ -1,0 +1,10 @@
+"""Placeholder values of the spec data model (TorchX's ``MISSING``, ``NONE``, ``ALL``)."""
+
+__all__ = ["ALL", "MISSING", "NONE"]
+
+#: Placeholder for a value that was never set.
+MISSING: str = "<MISSING>"
+#: Placeholder for "no value" in string fields (e.g. no structured error).
+NONE: str = "<NONE>"
+#: Selects all roles/replicas where a filter is accepted.
+ALL: str = "ALL"

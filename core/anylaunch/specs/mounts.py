@@ -1,0 +1,126 @@
+"""Mounts of a role: bind mounts, volumes and devices, and ``parse_mounts`` for the CLI form."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Union
+
+from anylaunch.specs.errors import (
+    InvalidSpecError,
+)
+
+if TYPE_CHECKING:
+    pass
+
+# ---------------------------------------------------------------------------------------------
+# Mounts
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class BindMount:
+    """Bind-mounts a host path into the worker container."""
+
+    src_path: str
+    dst_path: str
+    read_only: bool = False
+
+
+@dataclass
+class VolumeMount:
+    """Mounts a persistent volume into the worker container."""
+
+    src: str
+    dst_path: str
+    read_only: bool = False
+
+
+@dataclass
+class DeviceMount:
+    """Mounts a host device into the container (``permissions`` is a subset of ``rwm``)."""
+
+    src_path: str
+    dst_path: str
+    permissions: str = "rwm"
+
+    def __post_init__(self) -> None:
+        if not self.permissions or set(self.permissions) - set("rwm"):
+            raise InvalidSpecError(
+                "DeviceMount.permissions",
+                self.permissions,
+                "must be made of the letters r, w and m",
+                "use e.g. 'rwm' or 'r'",
+            )
+
+
+Mount = Union[BindMount, VolumeMount, DeviceMount]  # noqa: UP007 (a runtime alias)
+
+_MOUNT_KEYS = {
+    "src": "src",
+    "source": "src",
+    "dst": "dst",
+    "destination": "dst",
+    "target": "dst",
+    "readonly": "readonly",
+    "ro": "readonly",
+    "perm": "perm",
+    "permissions": "perm",
+}
+
+
+def _mount_error(spec: str, problem: str) -> InvalidSpecError:
+    return InvalidSpecError(
+        "mounts",
+        spec,
+        problem,
+        "write type=bind,src=/host,dst=/container[,readonly] | "
+        "type=volume,src=NAME,dst=/container[,readonly] | "
+        "type=device,src=/dev/X[,dst=/dev/Y][,perm=rwm]",
+    )
+
+
+def parse_mounts(opts: list[str]) -> list[BindMount | VolumeMount | DeviceMount]:
+    """Parses Docker-style mount options into typed mounts.
+
+    Several mounts may share one list; ``type`` must come first in each.
+
+    >>> parse_mounts(["type=bind,src=/host,dst=/container,readonly"])
+    [BindMount(src_path='/host', dst_path='/container', read_only=True)]
+    >>> parse_mounts(["type=volume", "src=data", "dst=/data", "type=device", "src=/dev/fuse"])
+    [VolumeMount(src='data', dst_path='/data', read_only=False), DeviceMount(src_path='/dev/fuse', dst_path='/dev/fuse', permissions='rwm')]
+    """
+    spec = ",".join(opts)
+    groups: list[dict[str, str]] = []
+    for token in (t.strip() for opt in opts for t in opt.split(",")):
+        if not token:
+            continue
+        key, sep, value = token.partition("=")
+        key = key.strip().lower()
+        if key == "type":
+            groups.append({"type": value.strip()})
+            continue
+        if not groups:
+            raise _mount_error(spec, f"{token!r} comes before any type=...")
+        canonical = _MOUNT_KEYS.get(key)
+        if canonical is None:
+            raise _mount_error(spec, f"unknown mount option {key!r}")
+        groups[-1][canonical] = value if sep else "true"
+
+    mounts: list[BindMount | VolumeMount | DeviceMount] = []
+    for group in groups:
+        kind = group["type"]
+        read_only = group.get("readonly", "false").lower() in ("true", "1", "yes")
+        if kind in ("bind", "volume") and ("src" not in group or "dst" not in group):
+            raise _mount_error(spec, f"a {kind} mount needs src and dst")
+        if kind == "bind":
+            mounts.append(BindMount(group["src"], group["dst"], read_only))
+        elif kind == "volume":
+            mounts.append(VolumeMount(group["src"], group["dst"], read_only))
+        elif kind == "device":
+            if "src" not in group:
+                raise _mount_error(spec, "a device mount needs src")
+            src = group["src"]
+            mounts.append(DeviceMount(src, group.get("dst", src), group.get("perm", "rwm")))
+        else:
+            raise _mount_error(spec, f"unknown mount type {kind!r}")
+    return mounts
