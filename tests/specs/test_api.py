@@ -2,10 +2,12 @@
 
 import json
 import os
+from typing import Any
 
 import pytest
 import yaml
 
+from anylaunch.runner import get_runner
 from anylaunch.specs import (
     AppDef,
     AppState,
@@ -287,3 +289,19 @@ def test_workspace_missing_path_is_clear(tmp_path: os.PathLike[str]) -> None:
         Workspace(projects={os.path.join(tmp_path, "nope"): ""}).merge_into(tmp_path)
     with pytest.raises(InvalidSpecError, match="non-empty"):
         Workspace(projects={})
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: Role("worker\n", image="img", entrypoint="echo"),
+        lambda: Role("worker", image="img", entrypoint="echo", env={"FOO\n": "v"}),
+        lambda: parse_app_handle("local_cwd://session/app-1\n"),
+        lambda: get_runner("session\n"),
+    ],
+    ids=["role name", "env name", "handle", "session name"],
+)
+def test_a_trailing_newline_is_not_a_valid_name(make: Any) -> None:
+    # `$` matches before a final newline: every name check must match the whole string
+    with pytest.raises(InvalidSpecError):
+        make()

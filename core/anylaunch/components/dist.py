@@ -92,12 +92,12 @@ def parse_j(j: str) -> JSpec:
         the parsed topology
     """
     text = j.strip() if isinstance(j, str) else ""
-    if match := _J_ELASTIC.match(text):
+    if match := _J_ELASTIC.fullmatch(text):
         lo, hi, nproc = (int(g) for g in match.groups())
-    elif match := _J_FIXED.match(text):
+    elif match := _J_FIXED.fullmatch(text):
         lo, nproc = (int(g) for g in match.groups())
         hi = lo
-    elif match := _J_NPROC.match(text):
+    elif match := _J_NPROC.fullmatch(text):
         lo = hi = 1
         nproc = int(match.group(1))
     else:

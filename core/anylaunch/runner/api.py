@@ -167,7 +167,7 @@ class Runner:
         component_defaults: Mapping[str, Mapping[str, str]] | None = None,
         scheduler_params: Mapping[str, object] | None = None,
     ) -> None:
-        if not isinstance(name, str) or not _SESSION_NAME.match(name):
+        if not isinstance(name, str) or not _SESSION_NAME.fullmatch(name):
             raise InvalidSpecError(
                 "name",
                 name,

@@ -82,7 +82,8 @@ __all__ = [
 
 
 _ROLE_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
-_ENV_NAME = re.compile(r"^[^=\x00]+$")
+# any printable name without "=" (Java-style dotted names are fine); no space or control char
+_ENV_NAME = re.compile(r"[^=\x00-\x20\x7f]+")
 _RESOURCE_NAME_TAG = "anylaunch/resource_name"
 _FRACTIONAL_TAG = "anylaunch/fractional"
 
@@ -412,7 +413,7 @@ class Role:
 
     def validate(self) -> None:
         """Raises InvalidSpecError naming the first field that cannot work."""
-        if not isinstance(self.name, str) or not _ROLE_NAME.match(self.name):
+        if not isinstance(self.name, str) or not _ROLE_NAME.fullmatch(self.name):
             raise InvalidSpecError(
                 "Role.name",
                 self.name,
@@ -437,9 +438,12 @@ class Role:
         if not isinstance(self.env, dict):
             raise InvalidSpecError(f"{where}.env", type(self.env).__name__, "must be a dict", "")
         for key, value in self.env.items():
-            if not isinstance(key, str) or not _ENV_NAME.match(key):
+            if not isinstance(key, str) or not _ENV_NAME.fullmatch(key):
                 raise InvalidSpecError(
-                    f"{where}.env", key, "is not a valid variable name", "drop '=' from the name"
+                    f"{where}.env",
+                    key,
+                    "is not a valid variable name (no '=', spaces or control characters)",
+                    "rename the variable, e.g. 'MY_VAR'",
                 )
             if not isinstance(value, str):
                 # the value itself may be a secret: name only its type

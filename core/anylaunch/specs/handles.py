@@ -65,7 +65,7 @@ def parse_app_handle(app_handle: AppHandle) -> ParsedAppHandle:
     >>> parse_app_handle("k8s:///foo_bar")
     ParsedAppHandle(scheduler_backend='k8s', session_name='', app_id='foo_bar')
     """
-    match = _HANDLE.match(app_handle) if isinstance(app_handle, str) else None
+    match = _HANDLE.fullmatch(app_handle) if isinstance(app_handle, str) else None
     if match is None:
         raise MalformedAppHandleException(str(app_handle))
     return ParsedAppHandle(match["scheduler"], match["session"], match["app_id"])
