@@ -68,7 +68,7 @@ def test_num_replicas_at_least_one(n: int) -> None:
         role(num_replicas=n)
     assert e.value.field == "Role[trainer].num_replicas"
     assert e.value.value == n
-    assert "num_replicas >= 1" in str(e.value)
+    assert "1 <= num_replicas" in str(e.value)
 
 
 def test_min_replicas_cannot_exceed_num_replicas() -> None:

@@ -88,11 +88,28 @@ _RESOURCE_NAME_TAG = "anylaunch/resource_name"
 _FRACTIONAL_TAG = "anylaunch/fractional"
 
 
-def _require_int(owner: str, name: str, value: object, minimum: int, fix: str) -> None:
+#: The most replicas one role may have (more is a typo, and would exhaust memory at dryrun).
+MAX_REPLICAS = 100_000
+#: The most retries a role may ask for.
+MAX_RETRIES = 10_000
+
+
+def _require_int(
+    owner: str, name: str, value: object, minimum: int, fix: str, maximum: int | None = None
+) -> None:
     if isinstance(value, bool) or not isinstance(value, int):
         raise InvalidSpecError(f"{owner}.{name}", value, "must be an int", fix)
     if value < minimum:
         raise InvalidSpecError(f"{owner}.{name}", value, f"must be at least {minimum}", fix)
+    if maximum is not None and value > maximum:
+        raise InvalidSpecError(f"{owner}.{name}", value, f"must be at most {maximum}", fix)
+
+
+def _require_dict(field_name: str, value: object, fix: str) -> None:
+    if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
+        raise InvalidSpecError(
+            field_name, type(value).__name__, "must be a dict with str keys", fix
+        )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -135,6 +152,15 @@ class Resource:
 
     def validate(self) -> None:
         """Raises InvalidSpecError if a quantity is negative or not an int."""
+        _require_dict(
+            "Resource.capabilities",
+            self.capabilities,
+            "pass e.g. {'node.kubernetes.io/instance-type': 'p3.2xlarge'}",
+        )
+        _require_dict(
+            "Resource.tags", self.tags, "pass e.g. {'anylaunch/resource_name': 'cpu.small'}"
+        )
+        _require_dict("Resource.devices", self.devices, "pass e.g. {'vpc.amazonaws.com/efa': 1}")
         if self.is_null():
             return
         fix = "use a whole number >= 0 (or a named resource: resource(h='cpu.small'))"
@@ -453,8 +479,22 @@ class Role:
                     "must be a str",
                     "convert the value with str()",
                 )
-        _require_int(where, "num_replicas", self.num_replicas, 1, "set num_replicas >= 1")
-        _require_int(where, "max_retries", self.max_retries, 0, "set max_retries >= 0")
+        _require_int(
+            where,
+            "num_replicas",
+            self.num_replicas,
+            1,
+            f"set 1 <= num_replicas <= {MAX_REPLICAS}",
+            MAX_REPLICAS,
+        )
+        _require_int(
+            where,
+            "max_retries",
+            self.max_retries,
+            0,
+            f"set 0 <= max_retries <= {MAX_RETRIES}",
+            MAX_RETRIES,
+        )
         if self.min_replicas is not None:
             _require_int(where, "min_replicas", self.min_replicas, 1, "set min_replicas >= 1")
             if self.min_replicas > self.num_replicas:
@@ -479,11 +519,19 @@ class Role:
                 f"{where}.resource", self.resource, "must be a Resource", "use specs.resource(...)"
             )
         self.resource.validate()
+        _require_dict(f"{where}.port_map", self.port_map, "pass e.g. {'tensorboard': 6006}")
         for port_name, port in self.port_map.items():
             if isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536:
                 raise InvalidSpecError(
                     f"{where}.port_map[{port_name!r}]", port, "is not a port", "use 1-65535"
                 )
+        if not isinstance(self.mounts, list):
+            raise InvalidSpecError(
+                f"{where}.mounts",
+                type(self.mounts).__name__,
+                "must be a list",
+                "build mounts with specs.parse_mounts([...])",
+            )
         for mount in self.mounts:
             if not isinstance(mount, (BindMount, VolumeMount, DeviceMount)):
                 raise InvalidSpecError(

@@ -89,6 +89,18 @@ def parse_mounts(opts: list[str]) -> list[BindMount | VolumeMount | DeviceMount]
     >>> parse_mounts(["type=volume", "src=data", "dst=/data", "type=device", "src=/dev/fuse"])
     [VolumeMount(src='data', dst_path='/data', read_only=False), DeviceMount(src_path='/dev/fuse', dst_path='/dev/fuse', permissions='rwm')]
     """
+    if isinstance(opts, str) or not isinstance(opts, (list, tuple)):
+        raise InvalidSpecError(
+            "mounts",
+            type(opts).__name__,
+            "must be a list of mount option strings",
+            'pass e.g. ["type=bind,src=/host,dst=/container"]',
+        )
+    for i, opt in enumerate(opts):
+        if not isinstance(opt, str):
+            raise InvalidSpecError(
+                f"mounts[{i}]", type(opt).__name__, "must be a str", 'pass e.g. "type=bind,..."'
+            )
     spec = ",".join(opts)
     groups: list[dict[str, str]] = []
     for token in (t.strip() for opt in opts for t in opt.split(",")):

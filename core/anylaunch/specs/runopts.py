@@ -146,6 +146,13 @@ def _cfg_str_to_pairs(cfg_str: str) -> dict[str, str]:
     return pairs
 
 
+def _shown(name: str, value: object) -> object:
+    """How an option's value appears in an error: hidden when the name says it is a secret."""
+    from anylaunch.specs.secrets import MASK, is_secret_env_name
+
+    return MASK if is_secret_env_name(name) else value
+
+
 class runopts:
     """Schema for scheduler run configuration.
 
@@ -237,13 +244,28 @@ class runopts:
             InvalidRunConfigException: an unknown option (with a did-you-mean), a missing
                 required option, or a value of the wrong type.
         """
+        if not isinstance(cfg, Mapping):
+            raise InvalidRunConfigException(
+                "cfg",
+                type(cfg).__name__,
+                "must be a mapping of run option names to values",
+                "pass e.g. {'log_dir': '/tmp/logs'} (or -cfg log_dir=/tmp/logs)",
+            )
         resolved: dict[str, CfgVal] = {}
         for key, value in cfg.items():
+            if not isinstance(key, str):
+                raise InvalidRunConfigException(
+                    "cfg",
+                    key,
+                    "run option names must be str",
+                    f"use one of: {', '.join(sorted(self._opts)) or '(this scheduler has none)'}",
+                )
             canonical = self._canonical(key)
             if canonical is None:
+                # the value of a misspelt option may be a credential: name its type only
                 raise InvalidRunConfigException(
                     key,
-                    value,
+                    f"<{type(value).__name__}>",
                     f"unknown run option{did_you_mean(key, self._opts)}",
                     f"use one of: {', '.join(sorted(self._opts)) or '(this scheduler has none)'}",
                 )
@@ -262,7 +284,7 @@ class runopts:
             elif not runopts.is_type(value, opt.opt_type):
                 raise InvalidRunConfigException(
                     name,
-                    value,
+                    _shown(name, value),
                     f"expected {_type_name(opt.opt_type)}, got {type(value).__name__}",
                     f"pass a {_type_name(opt.opt_type)} value",
                 )

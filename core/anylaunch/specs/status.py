@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from anylaunch.specs.errors import (
     AnylaunchError,
+    InvalidSpecError,
 )
 
 if TYPE_CHECKING:
@@ -62,14 +63,19 @@ def is_terminal(state: AppState) -> bool:
     return state in _TERMINAL_STATES
 
 
-def _state_from(value: object) -> AppState:
+def _state_from(value: object, field: str = "state") -> AppState:
     if isinstance(value, AppState):
         return value
-    if isinstance(value, str):
+    if isinstance(value, str) and value.upper() in AppState.__members__:
         return AppState[value.upper()]
-    if isinstance(value, int):
+    if isinstance(value, int) and not isinstance(value, bool) and value in set(AppState):
         return AppState(value)
-    raise ValueError(f"{value!r} is not an AppState")
+    raise InvalidSpecError(
+        field,
+        value,
+        "is not an AppState",
+        f"use one of {', '.join(s.name for s in AppState)}",
+    )
 
 
 @dataclass
@@ -143,7 +149,37 @@ class AppStatus:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> AppStatus:
-        """Inverse of :meth:`to_dict`."""
+        """Inverse of :meth:`to_dict`.
+
+        Raises:
+            InvalidSpecError: ``data`` is not the form :meth:`to_dict` writes (naming the key).
+
+        >>> AppStatus.from_dict({"state": "BOGUS"})
+        Traceback (most recent call last):
+        ...
+        anylaunch.specs.errors.InvalidSpecError: state='BOGUS' is invalid: is not an AppState. Fix: use one of UNSUBMITTED, SUBMITTED, PENDING, RUNNING, SUCCEEDED, FAILED, CANCELLED, UNKNOWN
+        """
+        if not isinstance(data, Mapping) or "state" not in data:
+            raise InvalidSpecError(
+                "data",
+                type(data).__name__,
+                "must be a mapping with at least a 'state' key",
+                "pass what AppStatus.to_dict() returned",
+            )
+        try:
+            return cls._from_dict(data)
+        except InvalidSpecError:
+            raise
+        except (KeyError, TypeError, ValueError, AttributeError) as e:
+            raise InvalidSpecError(
+                "data",
+                type(data).__name__,
+                f"is not an AppStatus dict ({type(e).__name__}: {e})",
+                "pass what AppStatus.to_dict() returned",
+            ) from None
+
+    @classmethod
+    def _from_dict(cls, data: Mapping[str, Any]) -> AppStatus:
         return cls(
             state=_state_from(data["state"]),
             num_restarts=int(data.get("num_restarts", 0)),
@@ -156,7 +192,7 @@ class AppStatus:
                     replicas=[
                         ReplicaStatus(
                             id=int(rep["id"]),
-                            state=_state_from(rep["state"]),
+                            state=_state_from(rep["state"], "roles[].replicas[].state"),
                             role=rep["role"],
                             hostname=rep.get("hostname", ""),
                             structured_error_msg=rep.get("structured_error_msg", NONE),
