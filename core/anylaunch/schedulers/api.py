@@ -204,7 +204,9 @@ class Scheduler(abc.ABC, Generic[T]):
             self._delete_existing(app_id)
 
     def _delete_existing(self, app_id: str) -> None:
-        self._cancel_existing(app_id)
+        """Removes an app that exists; by default cancels it if it still runs (a backend
+        that keeps records of ended apps overrides this to remove them)."""
+        self.cancel(app_id)
 
     #: The log streams this backend keeps apart. A backend with one interleaved log per
     #: replica (Kubernetes, AWS) sets ``(Stream.COMBINED,)``.
