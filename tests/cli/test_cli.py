@@ -462,3 +462,42 @@ def test_debug_env_shows_the_traceback(cli: Any) -> None:
     assert result.returncode == 1
     assert "Traceback" in result.stderr
     assert "MalformedAppHandleException" in result.stderr
+
+
+SECRET = "s3cr3t-value-9d2f"
+DECLARED = "conn-string-77ab"
+
+
+def test_no_secret_value_reaches_any_cli_output(cli: Any) -> None:
+    """Secret env values (by name pattern, and declared with --secret-env) never appear in what
+    the CLI prints: the dryrun's app and request, the app's streamed log lines, the failure
+    status, describe."""
+    env = f"API_TOKEN={SECRET},DB_CONN={DECLARED}"
+    dryrun = cli("run", "--dryrun", "--secret-env", "DB_CONN", "utils.sh", "--env", env, "true")
+    assert dryrun.returncode == 0, dryrun.stderr
+    assert "API_TOKEN" in dryrun.stdout and "DB_CONN" in dryrun.stdout
+    outputs = [dryrun.stdout, dryrun.stderr]
+
+    # the app prints both values, then fails: lines and the failure status are masked
+    script = "echo token=$API_TOKEN conn=$DB_CONN; echo $API_TOKEN >&2; exit 3"
+    run = cli(
+        "run", "--log", "--secret-env", "DB_CONN", "utils.sh", "--env", env, "sh", "-c", script
+    )
+    assert run.returncode == 1
+    assert "sh/0 token=*** conn=***" in run.stderr
+    outputs += [run.stdout, run.stderr]
+
+    handle = run.stdout.strip()
+    described = cli("describe", "--secret-env", "DB_CONN", handle)
+    assert described.returncode == 0, described.stderr
+    outputs += [described.stdout, described.stderr]
+    for output in outputs:
+        assert SECRET not in output
+        assert DECLARED not in output
+
+
+def test_a_misplaced_env_value_is_not_quoted_in_the_error(cli: Any) -> None:
+    result = cli("run", "--dryrun", "utils.sh", "--env", f"{SECRET},A=b", "true")
+    assert result.returncode == 2
+    assert "--env" in result.stderr
+    assert SECRET not in result.stderr

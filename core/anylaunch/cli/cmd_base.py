@@ -65,3 +65,29 @@ def check_handle(app_handle: str) -> str:
 
     parse_app_handle(app_handle)
     return app_handle
+
+
+def add_secret_env_argument(parser: argparse.ArgumentParser) -> None:
+    """``--secret-env NAME[,NAME...]`` (repeatable): env names whose values are never shown."""
+    parser.add_argument(
+        "--secret-env",
+        "--secret_env",
+        dest="secret_env",
+        action="append",
+        default=None,
+        metavar="NAMES",
+        help="comma-separated env names whose values are secret (shown as ***), besides names "
+        "containing TOKEN, SECRET, PASS, PWD, KEY, CREDENTIAL or AUTH",
+    )
+
+
+def secret_env_names(flags: list[str] | None, configured: str | None = None) -> list[str]:
+    """The env names declared secret by ``--secret-env`` flags and the config's value.
+
+    >>> secret_env_names(["DB_URL,CONN", "X"], "FROM_CONFIG")
+    ['FROM_CONFIG', 'DB_URL', 'CONN', 'X']
+    """
+    names = split_csv(configured)
+    for flag in flags or []:
+        names += split_csv(flag)
+    return names

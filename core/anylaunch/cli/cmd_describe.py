@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import argparse
 
-from anylaunch.cli.cmd_base import SubCommand, check_handle
+from anylaunch.cli.cmd_base import (
+    SubCommand,
+    add_secret_env_argument,
+    check_handle,
+    secret_env_names,
+)
 
 
 class CmdDescribe(SubCommand):
@@ -13,6 +18,7 @@ class CmdDescribe(SubCommand):
     def add_arguments(self, subparser: argparse.ArgumentParser) -> None:
         subparser.add_argument("app_handle", help="the handle `anylaunch run` printed")
         subparser.add_argument("--json", action="store_true", help="print JSON instead of YAML")
+        add_secret_env_argument(subparser)
 
     def run(self, args: argparse.Namespace) -> int:
         from anylaunch.runner import get_runner
@@ -24,7 +30,11 @@ class CmdDescribe(SubCommand):
             app = runner.describe(app_handle)
         if app is None:
             raise UnknownAppException(app_handle)
-        data = {"app_handle": app_handle, "AppDef": appdef_to_dict(app)}
+        # secret env values are masked: describe output ends up in terminals and tickets
+        masked = appdef_to_dict(
+            app, mask_secrets=True, secret_env=secret_env_names(args.secret_env)
+        )
+        data = {"app_handle": app_handle, "AppDef": masked}
         if args.json:
             import json
 

@@ -5,7 +5,9 @@ progress, the final status and, with ``--log``, the app's log lines go to stderr
 TorchX). ``--dryrun`` prints the app and the native request to stdout and submits nothing.
 
 Defaults come from the ``[cli:run]`` section of ``.anylaunchconfig`` (``component``,
-``scheduler``, ``scheduler_args``, ``workspace``, ``parent_run_id``); flags win over it.
+``scheduler``, ``scheduler_args``, ``workspace``, ``parent_run_id``, ``secret_env``); flags win
+over it. Every env value that is secret (its name matches the built-in patterns or is named by
+``--secret-env``) is shown as ``***`` in all that is printed, the app's log lines included.
 """
 
 from __future__ import annotations
@@ -15,15 +17,29 @@ import logging
 import sys
 from typing import TYPE_CHECKING
 
-from anylaunch.cli.cmd_base import EXIT_ERROR, SubCommand, eprint
+from anylaunch.cli.cmd_base import (
+    EXIT_ERROR,
+    SubCommand,
+    add_secret_env_argument,
+    eprint,
+    secret_env_names,
+)
 
 if TYPE_CHECKING:
     from anylaunch.runner.api import Runner
+    from anylaunch.specs.secrets import Redactor
 
 logger: logging.Logger = logging.getLogger(__name__)
 
 #: Keys ``[cli:run]`` may set (the dest of the matching flag).
-CLI_RUN_KEYS = ("component", "scheduler", "scheduler_args", "workspace", "parent_run_id")
+CLI_RUN_KEYS = (
+    "component",
+    "scheduler",
+    "scheduler_args",
+    "workspace",
+    "parent_run_id",
+    "secret_env",
+)
 
 #: Longest pause between two status polls while waiting.
 WAIT_INTERVAL_S = 5.0
@@ -115,6 +131,7 @@ class CmdRun(SubCommand):
             default=None,
             help="id of the run this one belongs to (set as $ANYLAUNCH_PARENT_RUN_ID in the app)",
         )
+        add_secret_env_argument(subparser)
         subparser.add_argument(
             "component_and_args",
             nargs=argparse.REMAINDER,
@@ -125,6 +142,7 @@ class CmdRun(SubCommand):
     def run(self, args: argparse.Namespace) -> int:
         from anylaunch.runner import get_runner
         from anylaunch.schedulers import get_default_scheduler_name
+        from anylaunch.specs.secrets import app_redactor
 
         defaults = _cli_run_defaults()
         component, component_args = split_component_args(
@@ -145,17 +163,18 @@ class CmdRun(SubCommand):
         workspace = args.workspace if args.workspace is not None else defaults.get("workspace")
         parent_run_id = args.parent_run_id or defaults.get("parent_run_id")
 
+        secret_env = secret_env_names(args.secret_env, defaults.get("secret_env"))
+
         with get_runner() as runner:
             cfg = runner.cfg_from_str(scheduler, cfg_str)
-            if args.dryrun:
-                info = runner.dryrun_component(
-                    component, component_args, scheduler, cfg, workspace, parent_run_id
-                )
-                self._print_dryrun(info)
-                return 0
-            app_handle = runner.run_component(
+            info = runner.dryrun_component(
                 component, component_args, scheduler, cfg, workspace, parent_run_id
             )
+            redact = app_redactor(getattr(info, "_app", None), secret_env)
+            if args.dryrun:
+                self._print_dryrun(info, secret_env, redact)
+                return 0
+            app_handle = runner.schedule(info)
             try:
                 # the handle alone on stdout: scripts capture it with $(anylaunch run ...)
                 print(app_handle, flush=True)
@@ -165,7 +184,7 @@ class CmdRun(SubCommand):
                         f"{app_handle}` or `anylaunch log --tail {app_handle}`"
                     )
                     return 0
-                return wait_and_report(runner, app_handle, log=args.log)
+                return wait_and_report(runner, app_handle, log=args.log, redact=redact)
             except KeyboardInterrupt:
                 # Ctrl-C stops the waiting, NOT the app: waiting is an observer's act, and a
                 # launch that outlives its terminal is often intended. Say how to stop it.
@@ -176,22 +195,35 @@ class CmdRun(SubCommand):
                 raise
 
     @staticmethod
-    def _print_dryrun(info: object) -> None:
+    def _print_dryrun(info: object, secret_env: list[str], redact: Redactor) -> None:
         from anylaunch.specs.api import AppDef
         from anylaunch.specs.serialize import appdef_to_yaml
 
         app = getattr(info, "_app", None)
         print("=== APPLICATION ===")
         if isinstance(app, AppDef):
-            print(appdef_to_yaml(app), end="")
+            print(appdef_to_yaml(app, mask_secrets=True, secret_env=secret_env), end="")
         print("=== SCHEDULER REQUEST ===")
-        print(info)
+        # the scheduler masks the names it knows; the redactor also catches declared ones
+        print(redact(str(info)))
 
 
-def wait_and_report(runner: Runner, app_handle: str, log: bool) -> int:
+def wait_and_report(
+    runner: Runner, app_handle: str, log: bool, redact: Redactor | None = None
+) -> int:
     """Waits for the app (streaming its logs to stderr if ``log``), prints the final status to
     stderr, and returns 0 if it SUCCEEDED, else 1. Interrupting it leaves the app running.
+    Everything printed goes through ``redact``.
     """
+    from anylaunch.runner.lines import format_line
+    from anylaunch.specs.secrets import Redactor
+
+    redact = redact if redact is not None else Redactor()
+
+    def to_stderr(role: str, k: int, line: str) -> None:
+        sys.stderr.write(redact(format_line(role, k, line)) + "\n")
+        sys.stderr.flush()
+
     from anylaunch.cli.cmd_log import wait_until_started
     from anylaunch.runner.logs import LogPump, find_replicas
     from anylaunch.specs.api import AppState
@@ -201,7 +233,7 @@ def wait_and_report(runner: Runner, app_handle: str, log: bool) -> int:
     if log:
         wait_until_started(runner, app_handle)
         replicas = find_replicas(runner, app_handle)
-        pump = LogPump(runner, app_handle, replicas, sys.stderr, should_tail=True).start()
+        pump = LogPump(runner, app_handle, replicas, to_stderr, should_tail=True).start()
     status = runner.wait(app_handle, wait_interval=WAIT_INTERVAL_S)
     if pump is not None and not pump.join(timeout=LOG_DRAIN_TIMEOUT_S):
         logger.warning("gave up waiting for the rest of the logs of %s", app_handle)
@@ -212,6 +244,6 @@ def wait_and_report(runner: Runner, app_handle: str, log: bool) -> int:
         raise UnknownAppException(app_handle)
     eprint(f"anylaunch: {app_handle} ended {status.state.name}")
     if status.state != AppState.SUCCEEDED:
-        eprint(status.format())
+        eprint(redact(status.format()))
         return EXIT_ERROR
     return 0

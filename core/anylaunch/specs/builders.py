@@ -122,7 +122,11 @@ def _dict_parser(
                 # "FOO=a,b,BAR=c": a comma-separated item without '=' continues the last value
                 pairs[last] = f"{pairs[last]},{item}"
             else:
-                raise _type_error(f"expected KEY=VALUE pairs separated by commas, got {value!r}")
+                # not quoted: a misplaced value (e.g. a token given without its name) is secret
+                raise _type_error(
+                    "expected KEY=VALUE pairs separated by commas; the first item has no '=' "
+                    f"({len(item)} characters, not shown)"
+                )
         return {key(k): val(v) for k, v in pairs.items()}
 
     return parse

@@ -17,12 +17,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
+from typing import Any
 
 __all__ = [
     "MASK",
     "MIN_SECRET_LEN",
     "SECRET_NAME_PATTERN",
     "Redactor",
+    "app_redactor",
     "is_secret_env_name",
     "mask_env",
     "secret_values",
@@ -115,3 +117,18 @@ class Redactor:
     def __repr__(self) -> str:
         n = len(self._secrets)
         return f"Redactor(<{n} secret{'' if n == 1 else 's'}>)"
+
+
+def app_redactor(app: Any, declared: Iterable[str] = ()) -> Redactor:
+    """A redactor for the secret env values of every role of ``app`` (an AppDef).
+
+    >>> from anylaunch.specs.api import AppDef, Role
+    >>> app = AppDef("a", [Role("w", image="i", entrypoint="e", env={"DB_URL": "pg://u:pw@h"})])
+    >>> app_redactor(app, declared=["DB_URL"])("connecting to pg://u:pw@h")
+    'connecting to ***'
+    """
+    names = set(declared)
+    values: list[str] = []
+    for role in getattr(app, "roles", ()):
+        values += secret_values(getattr(role, "env", {}), names)
+    return Redactor(values)

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from anylaunch.specs.api import (
@@ -91,7 +91,9 @@ def _plain(obj: Any) -> Any:
     return str(obj)
 
 
-def appdef_to_dict(app: AppDef) -> dict[str, Any]:
+def appdef_to_dict(
+    app: AppDef, *, mask_secrets: bool = False, secret_env: Iterable[str] = ()
+) -> dict[str, Any]:
     """The plain-data form of ``app``: only dicts, lists, str, int, float, bool and None.
 
     Reading it back with :func:`appdef_from_dict` gives an equal AppDef whenever the app's
@@ -102,12 +104,26 @@ def appdef_to_dict(app: AppDef) -> dict[str, Any]:
     >>> d = appdef_to_dict(AppDef("a", [Role("r", image=".", entrypoint="echo")]))
     >>> d["roles"][0]["retry_policy"], d["roles"][0]["resource"]["cpu"]
     ('APPLICATION', -1)
+
+    With ``mask_secrets`` (for anything a human sees) every secret env value is ``***``: names
+    matching the built-in patterns and the ``secret_env`` names (see
+    :mod:`anylaunch.specs.secrets`).
+
+    >>> app = AppDef("a", [Role("r", image=".", entrypoint="echo", env={"API_KEY": "k1"})])
+    >>> appdef_to_dict(app, mask_secrets=True)["roles"][0]["env"]
+    {'API_KEY': '***'}
     """
     if not isinstance(app, AppDef):
         raise InvalidSpecError(
             "app", type(app).__name__, "must be an AppDef", "pass anylaunch.specs.AppDef(...)"
         )
     plain: dict[str, Any] = _plain(app)
+    if mask_secrets:
+        from anylaunch.specs.secrets import mask_env
+
+        names = list(secret_env)
+        for role in plain["roles"]:
+            role["env"] = mask_env(role["env"], names)
     return plain
 
 
@@ -135,11 +151,14 @@ def role_from_dict(data: Mapping[str, Any]) -> Role:
     return _role(0, data)
 
 
-def appdef_to_yaml(app: AppDef) -> str:
+def appdef_to_yaml(
+    app: AppDef, *, mask_secrets: bool = False, secret_env: Iterable[str] = ()
+) -> str:
     """:func:`appdef_to_dict` as YAML, in field order (what ``anylaunch describe`` prints)."""
     import yaml
 
-    text: str = yaml.safe_dump(appdef_to_dict(app), sort_keys=False)
+    plain = appdef_to_dict(app, mask_secrets=mask_secrets, secret_env=secret_env)
+    text: str = yaml.safe_dump(plain, sort_keys=False)
     return text
 
 
