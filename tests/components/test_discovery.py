@@ -12,6 +12,7 @@ import pytest
 
 import anylaunch.components as components
 from anylaunch.components import (
+    ComponentLoadError,
     ComponentNotFoundException,
     ComponentValidationException,
     dist,
@@ -131,8 +132,9 @@ def test_components_from_a_file(tmp_path: Path) -> None:
 def test_a_file_that_fails_to_import_raises_its_error(tmp_path: Path) -> None:
     path = tmp_path / "broken.py"
     path.write_text("raise RuntimeError('boom at import')\n")
-    with pytest.raises(RuntimeError, match="boom at import"):
+    with pytest.raises(ComponentLoadError, match="line 1: RuntimeError: boom at import") as err:
         get_component(f"{path}:anything")
+    assert isinstance(err.value.error, RuntimeError)  # the original error is kept
 
 
 def test_bad_names() -> None:
@@ -239,3 +241,44 @@ def test_importing_components_is_cheap(tmp_path: Path) -> None:
 def test_default_image_is_a_local_directory() -> None:
     assert os.path.isdir(components.DEFAULT_IMAGE)
     assert utils.echo().roles[0].image == components.DEFAULT_IMAGE
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        ("def f(:\n    pass\n", "line 1: SyntaxError"),
+        ("x = 1\nimport no_such_module_anywhere\n", "line 2: ModuleNotFoundError"),
+        ("import sys\n\nsys.exit(3)\n", "line 3 called sys.exit(3)"),
+        ("raise SystemExit\n", "called sys.exit(None)"),
+    ],
+    ids=["syntax error", "import error", "sys.exit", "SystemExit"],
+)
+def test_a_broken_component_file_is_one_clear_error(
+    tmp_path: Path, source: str, expected: str
+) -> None:
+    path = tmp_path / "broken.py"
+    path.write_text(source)
+    with pytest.raises(ComponentLoadError) as err:
+        get_component(f"{path}:f")
+    message = str(err.value)
+    assert str(path) in message and expected in message
+    assert "\n" not in message
+
+
+def test_the_cli_reports_a_broken_component_file_in_one_line(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    path = tmp_path / "exits.py"
+    path.write_text("import sys\nsys.exit(3)\n")
+    result = subprocess.run(
+        [sys.executable, "-m", "anylaunch.cli.main", "run", "--dryrun", f"{path}:f"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
+    assert result.returncode == 1  # an error of ours, not the file's exit code 3
+    assert "Traceback" not in result.stderr
+    [line] = result.stderr.strip().splitlines()
+    assert f"{path}, line 2 called sys.exit(3)" in line

@@ -45,6 +45,7 @@ __all__ = [
     "ENTRY_POINT_GROUP",
     "PYTHON",
     "Component",
+    "ComponentLoadError",
     "ComponentNotFoundException",
     "ComponentValidationException",
     "get_component",
@@ -98,6 +99,38 @@ class ComponentNotFoundException(AnylaunchError, LookupError):
         self.name = name
         end = "" if problem.endswith((".", "?")) else "."
         super().__init__(f"{problem}{end} Fix: {fix}")
+
+
+class ComponentLoadError(ComponentNotFoundException):
+    """A component file could not be imported: it has a syntax error, its import raised, or it
+    called ``sys.exit``. The message names the file, the line and the error in one line."""
+
+    def __init__(self, name: str, path: str, error: BaseException) -> None:
+        self.path = path
+        self.error = error
+        line = _line_in(path, error)
+        where = f"{path}, line {line}" if line is not None else path
+        if isinstance(error, SystemExit):
+            problem = f"{where} called sys.exit({error.code!r}) while being imported"
+            fix = "do not exit at import time: put the code under `if __name__ == '__main__':`"
+        else:
+            detail = error.msg if isinstance(error, SyntaxError) else str(error)
+            problem = f"cannot import {where}: {type(error).__name__}: {detail}"
+            fix = "fix the file (`python " + path + "` shows the same error)"
+        super().__init__(name, problem, fix)
+
+
+def _line_in(path: str, error: BaseException) -> int | None:
+    """The line of ``path`` where ``error`` arose (the innermost frame in that file)."""
+    if isinstance(error, SyntaxError) and error.filename == path:
+        return error.lineno
+    import traceback
+
+    line = None
+    for frame in traceback.extract_tb(error.__traceback__):
+        if frame.filename == path:
+            line = frame.lineno
+    return line
 
 
 class ComponentValidationException(InvalidSpecError):
@@ -281,9 +314,12 @@ def _file_component(name: str) -> Component:
     sys.modules[module_name] = module
     try:
         spec.loader.exec_module(module)
-    except BaseException:
+    except KeyboardInterrupt:
         del sys.modules[module_name]
         raise
+    except BaseException as e:  # SystemExit too: a component file must not end the caller
+        del sys.modules[module_name]
+        raise ComponentLoadError(name, abspath, e) from None
     fn = getattr(module, fn_name, None)
     if not inspect.isfunction(fn):
         defined = [n for n, v in vars(module).items() if inspect.isfunction(v)]
