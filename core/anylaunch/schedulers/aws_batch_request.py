@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from anylaunch.schedulers import aws_common as aws
+from anylaunch.schedulers.shared import RANK0_ENV
 from anylaunch.specs.api import (
     AppDef,
     AppState,
@@ -65,8 +66,6 @@ BACKEND = "aws_batch"
 MAIN_NODE_ADDR_ENV = "AWS_BATCH_JOB_MAIN_NODE_PRIVATE_IPV4_ADDRESS"
 #: Set by Batch on every node of an MNP job: the node's index.
 NODE_INDEX_ENV = "AWS_BATCH_JOB_NODE_INDEX"
-#: The rank-0 host of a single container job (``macros.rank0_env``): always localhost.
-RANK0_ENV = "ANYLAUNCH_RANK0_HOST"
 #: Names the role of every node group, so describe and log_iter can map nodes to roles.
 ROLE_NAME_ENV = "ANYLAUNCH_ROLE_NAME"
 #: Exported by the replica-id wrapper: the node's index within its role.

@@ -32,6 +32,7 @@ from anylaunch.schedulers.api import (
     ListAppResponse,
     LogQuery,
 )
+from anylaunch.schedulers.shared import RANK0_ENV
 from anylaunch.specs.api import (
     NONE,
     AppDef,
@@ -65,8 +66,6 @@ log: logging.Logger = logging.getLogger(__name__)
 
 BACKEND = "aws_sagemaker"
 LOG_GROUP = "/aws/sagemaker/TrainingJobs"
-#: The variable naming the rank-0 host (``macros.rank0_env``): SageMaker's first host.
-RANK0_ENV = "ANYLAUNCH_RANK0_HOST"
 RANK0_HOST = "algo-1"
 #: Name the app's role in the job's environment and tags, so describe and log_iter know it.
 ROLE_NAME_ENV = "ANYLAUNCH_ROLE_NAME"

@@ -33,24 +33,24 @@ import string
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any, TypeVar
 
 from anylaunch.schedulers.api import (
     DescribeAppResponse,
     ListAppResponse,
+    LogQuery,
     Scheduler,
     Stream,
-    filter_regex,
     split_lines,
     split_lines_iterator,
 )
 from anylaunch.schedulers.dependencies import require_sdk
-from anylaunch.schedulers.local_scheduler import (
+from anylaunch.schedulers.shared import (
     RANK0_ENV,
-    _role_from_spec,
-    _role_spec,
+    aggregate_replica_states,
     is_secret_env_name,
+    role_from_record,
+    role_record,
 )
 from anylaunch.specs.api import (
     NONE,
@@ -71,8 +71,6 @@ from anylaunch.specs.errors import (
     AnylaunchError,
     InvalidRunConfigException,
     InvalidSpecError,
-    UnknownAppException,
-    did_you_mean,
 )
 from anylaunch.specs.runopts import CfgVal, runopts
 from anylaunch.workspace.docker_workspace import (
@@ -519,9 +517,10 @@ def _evaluate(containers: Sequence[_Container], now: float, start_timeout: float
         started_retry = max((e.created for e in retries), default=now)
         if now - started_retry > start_timeout:
             resume = stale  # whoever started that retry died before finishing it
-    if any(s == AppState.RUNNING for s in states.values()) or stale:
+    if stale:  # a retry in progress: the app runs on
         return verdict(AppState.RUNNING, resume=resume)
-    return verdict(AppState.PENDING)
+    # no retry or failure decision left to make: the generic rule of the replica states
+    return verdict(aggregate_replica_states(states.values()))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -691,7 +690,7 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Mapping[str, CfgVal]]):
                     LABEL_REPLICA_ID: str(i),
                     LABEL_RETRY_POLICY: role.retry_policy.value,
                     LABEL_MAX_RETRIES: str(role.max_retries),
-                    LABEL_ROLE_SPEC: json.dumps(_role_spec(role), sort_keys=True),
+                    LABEL_ROLE_SPEC: json.dumps(role_record(role), sort_keys=True),
                 }
                 config = _container_config(
                     replica, name, network, env, labels, mounts, devices, opts
@@ -1014,7 +1013,7 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Mapping[str, CfgVal]]):
             )
             if c.role not in roles and LABEL_ROLE_SPEC in c.labels:
                 with contextlib.suppress(ValueError, KeyError, TypeError):
-                    roles[c.role] = _role_from_spec(json.loads(c.labels[LABEL_ROLE_SPEC]))
+                    roles[c.role] = role_from_record(json.loads(c.labels[LABEL_ROLE_SPEC]))
         first = replicas[0]
         return DescribeAppResponse(
             app_id=app_id,
@@ -1104,75 +1103,36 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Mapping[str, CfgVal]]):
 
     # --- logs -----------------------------------------------------------------------------
 
-    def log_iter(
-        self,
-        app_id: str,
-        role_name: str,
-        k: int = 0,
-        regex: str | None = None,
-        since: datetime | None = None,
-        until: datetime | None = None,
-        should_tail: bool = False,
-        streams: Stream | None = None,
-    ) -> Iterable[str]:
-        """Lines (with their trailing newline) of replica ``k`` of ``role_name``, from the engine.
-
-        ``streams`` picks stdout, stderr or (default) both, interleaved as written. ``since``
-        and ``until`` keep the lines written in that window (naive datetimes are local time).
-        With ``should_tail`` it follows the replica (across its restarts) until the app ends.
-
-        Raises:
-            UnknownAppException: no such app.
-            InvalidSpecError: an unknown role, a replica index out of range, a bad stream or
-                regex.
-        """
-        try:
-            stream = Stream.COMBINED if streams is None else Stream(streams)
-        except ValueError:
-            raise InvalidSpecError(
-                "streams", streams, "is not a stream", "use stdout, stderr or combined"
-            ) from None
-        if regex is not None:
-            filter_regex(regex, [])  # a bad pattern fails now, not at the first line
-        replicas = []
-        if isinstance(app_id, str) and _APP_ID.match(app_id):
-            replicas = [
-                _Container.from_summary(s)
-                for s in self._summaries(app_id)
-                if (s.get("Labels") or {}).get(LABEL_KIND) == _KIND_REPLICA
-            ]
+    def _log_replicas(self, app_id: str) -> dict[str, dict[int, Any]] | None:
+        if not (isinstance(app_id, str) and _APP_ID.match(app_id)):
+            return None
+        replicas = [
+            _Container.from_summary(s)
+            for s in self._summaries(app_id)
+            if (s.get("Labels") or {}).get(LABEL_KIND) == _KIND_REPLICA
+        ]
         if not replicas:
-            raise UnknownAppException(make_app_handle(self.backend, self.session_name, str(app_id)))
-        roles: dict[str, dict[int, _Container]] = {}
+            return None
+        roles: dict[str, dict[int, Any]] = {}
         for c in replicas:
             roles.setdefault(c.role, {})[c.replica_id] = c
-        if role_name not in roles:
-            raise InvalidSpecError(
-                "role_name",
-                role_name,
-                f"app {app_id} has no such role.{did_you_mean(str(role_name), roles)}",
-                f"use one of: {', '.join(roles)}",
-            )
-        if isinstance(k, bool) or not isinstance(k, int) or k not in roles[role_name]:
-            n = len(roles[role_name])
-            raise InvalidSpecError(
-                "k",
-                k,
-                f"role {role_name!r} of app {app_id} has {n} replica(s)",
-                f"use a replica index from 0 to {n - 1}",
-            )
-        container = roles[role_name][k]
+        return roles
+
+    def _replica_log_lines(
+        self, app_id: str, role_name: str, k: int, replica: Any, query: LogQuery
+    ) -> Iterable[str]:
+        """Lines of one replica from the engine: stdout, stderr or both interleaved as
+        written; with ``should_tail`` it follows the replica (across its restarts) until the
+        app ends."""
         want = {
-            "stdout": stream in (Stream.STDOUT, Stream.COMBINED),
-            "stderr": stream in (Stream.STDERR, Stream.COMBINED),
+            "stdout": query.stream in (Stream.STDOUT, Stream.COMBINED),
+            "stderr": query.stream in (Stream.STDERR, Stream.COMBINED),
         }
-        since_s = since.timestamp() if since is not None else None
-        until_s = until.timestamp() if until is not None else None
-        if should_tail:
-            lines: Iterable[str] = self._follow(app_id, container.id, want, since_s, until_s)
-        else:
-            lines = self._read(container.id, want, since_s, until_s)
-        return filter_regex(regex, lines) if regex else lines
+        since_s = query.since.timestamp() if query.since is not None else None
+        until_s = query.until.timestamp() if query.until is not None else None
+        if query.should_tail:
+            return self._follow(app_id, replica.id, want, since_s, until_s)
+        return self._read(replica.id, want, since_s, until_s)
 
     def _read(
         self, container_id: str, want: dict[str, bool], since: float | None, until: float | None

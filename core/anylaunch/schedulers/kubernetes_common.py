@@ -46,6 +46,7 @@ from anylaunch.schedulers.kubernetes_client import (
     KubernetesSchedulerError,
     KubernetesValidationError,
 )
+from anylaunch.schedulers.shared import RANK0_ENV
 from anylaunch.specs.api import (
     NONE,
     AppDef,
@@ -100,8 +101,6 @@ __all__ = [
 
 log: logging.Logger = logging.getLogger(__name__)
 
-#: The env var naming the rank-0 host (``macros.rank0_env``), as on every anylaunch scheduler.
-RANK0_ENV = "ANYLAUNCH_RANK0_HOST"
 LABEL_MANAGED_BY = "app.kubernetes.io/managed-by"
 LABEL_APP_ID = "anylaunch.io/app-id"
 LABEL_APP_NAME = "anylaunch.io/app-name"

@@ -40,14 +40,18 @@ from anylaunch.schedulers.api import (
     Scheduler,
 )
 from anylaunch.schedulers.file_tail import ChangeWaiter, follow, iter_lines
+from anylaunch.schedulers.shared import (
+    RANK0_ENV,
+    check_no_nul,
+    role_from_record,
+    role_record,
+)
 from anylaunch.specs.api import (
     NONE,
     AppDef,
     AppDryRunInfo,
     AppState,
     ReplicaStatus,
-    Resource,
-    RetryPolicy,
     Role,
     RoleStatus,
     macros,
@@ -79,8 +83,6 @@ __all__ = [
 log: logging.Logger = logging.getLogger(__name__)
 
 BACKEND = "local_cwd"
-#: The env var naming the rank-0 host (``macros.rank0_env``); always ``localhost`` here.
-RANK0_ENV = "ANYLAUNCH_RANK0_HOST"
 _SUPERVISOR_MODULE = "anylaunch.schedulers.local_supervisor"
 #: How long ``schedule`` waits for the supervisor to confirm it started.
 DEFAULT_START_TIMEOUT_S = 30.0
@@ -243,52 +245,6 @@ def _visible_gpus() -> list[str]:
     ]
 
 
-def _role_spec(role: Role) -> dict[str, Any]:
-    return {
-        "name": role.name,
-        "image": role.image,
-        "entrypoint": role.entrypoint,
-        "args": list(role.args),
-        "env": dict(role.env),
-        "num_replicas": role.num_replicas,
-        "min_replicas": role.min_replicas,
-        "max_retries": role.max_retries,
-        "retry_policy": role.retry_policy.value,
-        "resource": {
-            "cpu": role.resource.cpu,
-            "gpu": role.resource.gpu,
-            "memMB": role.resource.memMB,
-        },
-        "port_map": dict(role.port_map),
-    }
-
-
-def _role_from_spec(spec: Mapping[str, Any]) -> Role:
-    return Role(
-        name=spec["name"],
-        image=spec["image"],
-        entrypoint=spec["entrypoint"],
-        args=list(spec["args"]),
-        env=dict(spec["env"]),
-        num_replicas=int(spec["num_replicas"]),
-        min_replicas=spec.get("min_replicas"),
-        max_retries=int(spec["max_retries"]),
-        retry_policy=RetryPolicy(spec["retry_policy"]),
-        resource=Resource(**spec["resource"]),
-        port_map=dict(spec.get("port_map", {})),
-    )
-
-
-def _check_no_nul(where: str, value: str) -> None:
-    if "\x00" in value:
-        raise InvalidSpecError(
-            where,
-            value,
-            "contains a NUL byte, which no process argument or env value can carry",
-            "remove the NUL byte",
-        )
-
-
 def _replica_request(
     role: Role, i: int, app_id: str, img_root: str, log_root: str, gpu: str | None
 ) -> LocalReplicaRequest:
@@ -314,11 +270,11 @@ def _replica_request(
     env.setdefault("PYTHONUNBUFFERED", "1")  # lines reach the logs as they are printed
     if gpu is not None and "CUDA_VISIBLE_DEVICES" not in role.env:
         env["CUDA_VISIBLE_DEVICES"] = gpu
-    _check_no_nul(f"Role[{role.name}].entrypoint", role.entrypoint)
+    check_no_nul(f"Role[{role.name}].entrypoint", role.entrypoint)
     for j, arg in enumerate(args):
-        _check_no_nul(f"Role[{role.name}].args[{j}]", arg)
+        check_no_nul(f"Role[{role.name}].args[{j}]", arg)
     for key, value in env.items():
-        _check_no_nul(f"Role[{role.name}].env[{key!r}]", value)
+        check_no_nul(f"Role[{role.name}].env[{key!r}]", value, secret=is_secret_env_name(key))
     rep_dir = os.path.join(log_root, role.name, str(i))
     return LocalReplicaRequest(
         role=role.name,
@@ -449,7 +405,7 @@ class LocalScheduler(Scheduler[Mapping[str, CfgVal]]):
                     max_retries=role.max_retries,
                     retry_policy=role.retry_policy.value,
                     replicas=replicas,
-                    spec=_role_spec(role),
+                    spec=role_record(role),
                 )
             )
         request = LocalAppRequest(
@@ -706,7 +662,7 @@ class LocalScheduler(Scheduler[Mapping[str, CfgVal]]):
                 "supervisor_pid": str(supervisor.get("pid", "")),
             },
             roles_statuses=[RoleStatus(role, reps) for role, reps in by_role.items()],
-            roles=[_role_from_spec(spec) for spec in role_specs],
+            roles=[role_from_record(spec) for spec in role_specs],
         )
 
     def list(self, cfg: Mapping[str, CfgVal] | None = None) -> list[ListAppResponse]:

@@ -50,6 +50,7 @@ from anylaunch.schedulers.api import (
 )
 from anylaunch.schedulers.file_tail import follow, iter_lines
 from anylaunch.schedulers.local_scheduler import is_secret_env_name
+from anylaunch.schedulers.shared import RANK0_ENV
 from anylaunch.specs.api import (
     NONE,
     AppDef,
@@ -95,8 +96,6 @@ __all__ = [
 log: logging.Logger = logging.getLogger(__name__)
 
 BACKEND = "lsf"
-#: The env var naming the rank-0 host (``macros.rank0_env``).
-RANK0_ENV = "ANYLAUNCH_RANK0_HOST"
 #: The fields ``bjobs -o ... -json`` is asked for.
 BJOBS_FIELDS = (
     "jobid job_name stat exit_code exit_reason exec_host job_description output_file pend_reason"

@@ -15,6 +15,7 @@ from anylaunch.specs.errors import InvalidSpecError
 from anylaunch.specs.secrets import is_secret_env_name, mask_env
 
 __all__ = [
+    "RANK0_ENV",
     "aggregate_replica_states",
     "check_no_nul",
     "is_secret_env_name",
@@ -22,6 +23,10 @@ __all__ = [
     "role_from_record",
     "role_record",
 ]
+
+
+#: The env var through which replicas of backends without DNS for rank 0 find its host.
+RANK0_ENV = "ANYLAUNCH_RANK0_HOST"
 
 
 def check_no_nul(field: str, value: str, secret: bool = False) -> None:

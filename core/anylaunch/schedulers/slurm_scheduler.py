@@ -46,6 +46,7 @@ from anylaunch.schedulers.api import (
     Stream,
     filter_regex,
 )
+from anylaunch.schedulers.shared import RANK0_ENV
 from anylaunch.schedulers.slurm_query import (
     SlurmCommandError,
     SlurmJob,
@@ -93,8 +94,6 @@ __all__ = [
 log: logging.Logger = logging.getLogger(__name__)
 
 BACKEND = "slurm"
-#: The env var holding the first node of the first role (``macros.rank0_env`` names it).
-RANK0_ENV = "ANYLAUNCH_RANK0_HOST"
 #: Slurm versions before this have no ``--gpus-per-task`` (GPUs are ``--gres=gpu:N`` per node).
 GPUS_PER_TASK_SINCE = (19, 5)
 # Placeholders for the values only the running replica knows. No argument or env value can
