@@ -295,7 +295,7 @@ def _log_query(
     streams: object,
 ) -> LogQuery:
     try:
-        stream = Stream.COMBINED if streams is None else Stream(streams)  # type: ignore[arg-type]
+        stream = Stream.COMBINED if streams is None else Stream(streams)
     except ValueError:
         raise InvalidSpecError(
             "streams", streams, "is not a stream", "use stdout, stderr or combined"

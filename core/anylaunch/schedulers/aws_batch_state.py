@@ -12,11 +12,11 @@ from anylaunch.schedulers.aws_batch_request import (
     _QUEUED,
     _STATES,
     CANCEL_REASON,
-    RANK0_ENV,
     ROLE_NAME_ENV,
     STARTUP_TIMEOUT_TAG,
     TIMEOUT_REASON,
 )
+from anylaunch.schedulers.shared import RANK0_ENV
 from anylaunch.specs.api import (
     AppState,
     Resource,
