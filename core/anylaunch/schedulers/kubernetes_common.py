@@ -35,9 +35,9 @@ from typing import Any
 from anylaunch.schedulers.api import (
     DescribeAppResponse,
     ListAppResponse,
+    LogQuery,
     Scheduler,
     Stream,
-    filter_regex,
     split_lines_iterator,
 )
 from anylaunch.schedulers.kubernetes_client import (
@@ -46,7 +46,7 @@ from anylaunch.schedulers.kubernetes_client import (
     KubernetesSchedulerError,
     KubernetesValidationError,
 )
-from anylaunch.schedulers.shared import RANK0_ENV
+from anylaunch.schedulers.shared import RANK0_ENV, aggregate_replica_states
 from anylaunch.specs.api import (
     NONE,
     AppDef,
@@ -67,8 +67,6 @@ from anylaunch.specs.errors import (
     AnylaunchError,
     InvalidRunConfigException,
     InvalidSpecError,
-    UnknownAppException,
-    did_you_mean,
 )
 from anylaunch.specs.runopts import CfgVal, runopts
 from anylaunch.specs.structured_opts import StructuredOpts
@@ -558,7 +556,7 @@ def role_record(role: Role) -> dict[str, Any]:
     >>> role_record(Role("w", "img", entrypoint="x", env={"HF_TOKEN": "t", "LR": "1"}))["env"]
     {'HF_TOKEN': '***', 'LR': '1'}
     """
-    from anylaunch.schedulers.local_scheduler import is_secret_env_name
+    from anylaunch.schedulers.shared import is_secret_env_name
 
     mounts: list[dict[str, Any]] = []
     for mount in role.mounts:
@@ -653,7 +651,7 @@ RANK0_IP_PLACEHOLDER = "<rank-0 pod IP: set at submission>"
 
 def _mask_env(obj: Any) -> None:
     """Replaces the values of secret-looking env vars in every container found in ``obj``."""
-    from anylaunch.schedulers.local_scheduler import is_secret_env_name
+    from anylaunch.schedulers.shared import is_secret_env_name
 
     if isinstance(obj, dict):
         env = obj.get("env")
@@ -851,27 +849,17 @@ def group_by_replica(
 
 
 def app_state_of(states: Sequence[AppState]) -> AppState:
-    """An app's state from its replicas': FAILED beats RUNNING beats PENDING; SUCCEEDED when
-    all succeeded.
+    """An app's state from its replicas' (:func:`aggregate_replica_states`), except that an app
+    whose replicas have no pods yet is SUBMITTED: the API server took it, nothing runs yet.
 
     >>> app_state_of([AppState.SUCCEEDED, AppState.RUNNING])
     <AppState.RUNNING: 3>
-    >>> app_state_of([AppState.FAILED, AppState.RUNNING])
-    <AppState.FAILED: 5>
+    >>> app_state_of([])
+    <AppState.SUBMITTED: 1>
     """
     if not states:
         return AppState.SUBMITTED
-    if any(s == AppState.FAILED for s in states):
-        return AppState.FAILED
-    if all(s == AppState.SUCCEEDED for s in states):
-        return AppState.SUCCEEDED
-    if any(s in (AppState.RUNNING, AppState.SUCCEEDED) for s in states):
-        return AppState.RUNNING
-    if any(s == AppState.PENDING for s in states):
-        return AppState.PENDING
-    if any(s == AppState.UNKNOWN for s in states):
-        return AppState.UNKNOWN
-    return AppState.SUBMITTED
+    return aggregate_replica_states(states)
 
 
 @dataclass
@@ -931,6 +919,7 @@ class KubernetesSchedulerBase(DockerWorkspaceMixin, Scheduler[Mapping[str, CfgVa
     """
 
     opts_class: type[KubernetesCommonOpts] = KubernetesCommonOpts
+    log_streams = (Stream.COMBINED,)
 
     def __init__(
         self,
@@ -1262,68 +1251,43 @@ class KubernetesSchedulerBase(DockerWorkspaceMixin, Scheduler[Mapping[str, CfgVa
 
     # --- logs -------------------------------------------------------------------------
 
-    def log_iter(
-        self,
-        app_id: str,
-        role_name: str,
-        k: int = 0,
-        regex: str | None = None,
-        since: datetime | None = None,
-        until: datetime | None = None,
-        should_tail: bool = False,
-        streams: Stream | None = None,
-    ) -> Iterable[str]:
-        """Lines of replica ``k`` of ``role_name`` from its pod's log (the newest attempt).
-
-        Without ``should_tail`` every container of the pod is read (init containers first;
-        lines of containers other than the role's are prefixed ``[container] ``). With it, the
-        role's container is followed until the app ends (waiting for the pod to start, and
-        moving on to a retry's pod). ``since``/``until`` keep the lines logged in that window.
-        Kubernetes interleaves stdout and stderr: only the combined stream exists.
-
-        Raises:
-            UnknownAppException: no such app.
-            InvalidSpecError: an unknown role, a replica out of range, a stream other than
-                combined, or a bad regex.
-        """
-        if streams not in (None, Stream.COMBINED, "combined"):
-            raise InvalidSpecError(
-                "streams",
-                streams,
-                "Kubernetes keeps one combined log per container (stdout and stderr together)",
-                "pass streams=None or Stream.COMBINED",
-            )
+    def _log_replicas(self, app_id: str) -> dict[str, dict[int, Any]] | None:
         parsed = parse_app_id(app_id)
         record = None
         if parsed is not None:
             record = self.client().get("v1", "ConfigMap", parsed[0], parsed[1])
         if parsed is None or record is None:
-            raise UnknownAppException(make_app_handle(self.backend, self.session_name, app_id))
+            return None
         namespace, name = parsed
         data = _record_data(record)
-        roles = {r["name"]: r for r in data.get("roles", [])}
-        if role_name not in roles:
-            raise InvalidSpecError(
-                "role_name",
-                role_name,
-                f"app {app_id} has no such role.{did_you_mean(str(role_name), roles)}",
-                f"use one of: {', '.join(roles)}",
-            )
-        replicas = int(roles[role_name]["num_replicas"])
-        if isinstance(k, bool) or not isinstance(k, int) or not 0 <= k < replicas:
-            raise InvalidSpecError(
-                "k",
-                k,
-                f"role {role_name!r} of app {app_id} has {replicas} replica(s)",
-                f"use a replica index from 0 to {replicas - 1}",
-            )
-        role_label = data.get("role_labels", {}).get(role_name, dns_label(role_name, 20))
+        labels = data.get("role_labels", {})
+        replicas: dict[str, dict[int, Any]] = {}
+        for role in data.get("roles", []):
+            role_label = labels.get(role["name"], dns_label(role["name"], 20))
+            replicas[role["name"]] = {
+                k: (namespace, name, role_label) for k in range(int(role["num_replicas"]))
+            }
+        return replicas
+
+    def _replica_log_lines(
+        self, app_id: str, role_name: str, k: int, replica: Any, query: LogQuery
+    ) -> Iterable[str]:
+        """Lines of one replica from its pod's log (the newest attempt).
+
+        Without ``should_tail`` every container of the pod is read (init containers first;
+        lines of containers other than the role's are prefixed ``[container] ``). With it, the
+        role's container is followed until the app ends (waiting for the pod to start, and
+        moving on to a retry's pod). Kubernetes interleaves stdout and stderr: only the
+        combined stream exists.
+        """
+        namespace, name, role_label = replica
         selector = (
             f"{self._selector()},{LABEL_APP_ID}={name},{LABEL_ROLE}={role_label},"
             f"{LABEL_REPLICA_ID}={k}"
         )
-        lines = self._log_lines(app_id, namespace, selector, role_label, since, until, should_tail)
-        return filter_regex(regex, lines) if regex else lines
+        return self._log_lines(
+            app_id, namespace, selector, role_label, query.since, query.until, query.should_tail
+        )
 
     def _is_over(self, app_id: str) -> bool:
         desc = self.describe(app_id)
