@@ -35,18 +35,22 @@ import shlex
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
 from functools import lru_cache
 from typing import Any
 
 from anylaunch.schedulers.api import (
     DescribeAppResponse,
     ListAppResponse,
+    LogQuery,
     Scheduler,
     Stream,
-    filter_regex,
 )
-from anylaunch.schedulers.shared import RANK0_ENV
+from anylaunch.schedulers.shared import (
+    RANK0_ENV,
+    aggregate_replica_states,
+    check_no_nul,
+    is_secret_env_name,
+)
 from anylaunch.schedulers.slurm_query import (
     SlurmCommandError,
     SlurmJob,
@@ -72,8 +76,6 @@ from anylaunch.specs.api import (
 from anylaunch.specs.errors import (
     InvalidRunConfigException,
     InvalidSpecError,
-    UnknownAppException,
-    did_you_mean,
 )
 from anylaunch.specs.runopts import CfgVal, runopts
 from anylaunch.specs.structured_opts import StructuredOpts
@@ -311,12 +313,6 @@ def _quote(text: str) -> str:
     return quoted
 
 
-def _is_secret(name: str) -> bool:
-    from anylaunch.schedulers.local_scheduler import is_secret_env_name
-
-    return is_secret_env_name(name)
-
-
 _REPLICA_FN = """\
 # anylaunch_replica ROLE REPLICA CMD...: runs one replica. Its stdout and stderr are copied to
 # $ANYLAUNCH_LOG_DIR/ROLE-REPLICA.out and .err byte for byte, and both to .log line by line
@@ -362,7 +358,9 @@ def _role_function(index: int, group: SlurmRoleGroup, mask_secrets: bool) -> lis
     prefix: list[str] = []
     for name, raw in group.env.items():
         value = (
-            "'***'" if mask_secrets and _is_secret(name) else _shell_word(values.substitute(raw))
+            "'***'"
+            if mask_secrets and is_secret_env_name(name)
+            else _shell_word(values.substitute(raw))
         )
         if _SHELL_NAME.match(name):
             lines.append(f"  export {name}={value}")
@@ -437,16 +435,6 @@ def format_request(request: SlurmBatchRequest) -> str:
     return f"$ {shlex.join(request.sbatch_cmd())} <<'EOF'\n{request.materialize(True)}EOF"
 
 
-def _check_no_nul(where: str, value: str) -> None:
-    if "\x00" in value:
-        raise InvalidSpecError(
-            where,
-            value,
-            "contains a NUL byte, which no process argument or env value can carry",
-            "remove the NUL byte",
-        )
-
-
 def _image_dir(image: str, workdir: str) -> str:
     """Where a role's replicas run: its image when that is a path, else the job's workdir."""
     if image.startswith("/"):
@@ -468,6 +456,8 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler[Mapping[str, CfgVal]]):
         slurm_version: pin the Slurm version the script is written for (e.g. ``"18.08"``);
             by default ``sbatch --version`` is asked (a current version if it is missing)
     """
+
+    log_timestamps = False  # Slurm's log files carry no timestamps
 
     def __init__(
         self, session_name: str, squeue_ttl: float = 2.0, slurm_version: str | None = None
@@ -564,11 +554,13 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler[Mapping[str, CfgVal]]):
                     role.name,
                     role.retry_policy,
                 )
-            _check_no_nul(f"Role[{role.name}].entrypoint", role.entrypoint)
+            check_no_nul(f"Role[{role.name}].entrypoint", role.entrypoint)
             for j, arg in enumerate(role.args):
-                _check_no_nul(f"Role[{role.name}].args[{j}]", arg)
+                check_no_nul(f"Role[{role.name}].args[{j}]", arg)
             for key, value in role.env.items():
-                _check_no_nul(f"Role[{role.name}].env[{key!r}]", value)
+                check_no_nul(
+                    f"Role[{role.name}].env[{key!r}]", value, secret=is_secret_env_name(key)
+                )
             if "=" in role.entrypoint and any(not _SHELL_NAME.match(k) for k in role.env):
                 raise InvalidSpecError(
                     f"Role[{role.name}].entrypoint",
@@ -725,69 +717,33 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler[Mapping[str, CfgVal]]):
 
     # --- logs -----------------------------------------------------------------------------
 
-    def log_iter(
-        self,
-        app_id: str,
-        role_name: str,
-        k: int = 0,
-        regex: str | None = None,
-        since: datetime | None = None,
-        until: datetime | None = None,
-        should_tail: bool = False,
-        streams: Stream | None = None,
-    ) -> Iterable[str]:
-        """Lines of replica ``k`` of ``role_name``: combined (default), stdout or stderr.
-
-        The log files carry no timestamps, so ``since`` and ``until`` are ignored. With
-        ``should_tail`` it follows the log until the app ended and the log is drained.
-
-        Raises:
-            UnknownAppException: Slurm does not know the app.
-            InvalidSpecError: an unknown role, a replica index out of range, a bad stream or
-                regex.
-        """
+    def _log_replicas(self, app_id: str) -> dict[str, dict[int, Any] | None] | None:
         jobs = self.query.jobs([str(app_id)], self._submitted).get(str(app_id))
         if not jobs:
-            raise UnknownAppException(make_app_handle(self.backend, self.session_name, str(app_id)))
-        roles = {_role_of(job): job for job in jobs}
-        if role_name not in roles:
-            raise InvalidSpecError(
-                "role_name",
-                role_name,
-                f"app {app_id} has no such role.{did_you_mean(str(role_name), roles)}",
-                f"use one of: {', '.join(roles)}",
-            )
-        replicas = roles[role_name].num_tasks
-        if (
-            isinstance(k, bool)
-            or not isinstance(k, int)
-            or k < 0
-            or (replicas is not None and k >= replicas)
-        ):
-            raise InvalidSpecError(
-                "k",
-                k,
-                f"role {role_name!r} of app {app_id} has {replicas} replica(s)",
-                f"use a replica index from 0 to {(replicas or 1) - 1}",
-            )
-        try:
-            stream = Stream.COMBINED if streams is None else Stream(streams)
-        except ValueError:
-            raise InvalidSpecError(
-                "streams", streams, "is not a stream", "use stdout, stderr or combined"
-            ) from None
-        if since is not None or until is not None:
-            log.warning("slurm logs carry no timestamps: since/until are ignored")
-        ext = {Stream.STDOUT: "out", Stream.STDERR: "err", Stream.COMBINED: "log"}[stream]
+            return None
         workdir = jobs[0].workdir or self._workdirs.get(str(app_id), "")
+        replicas: dict[str, dict[int, Any] | None] = {}
+        for job in jobs:
+            n = job.num_tasks
+            # Slurm may not report a role's task count yet: any replica index is then accepted
+            replicas[_role_of(job)] = None if n is None else {k: workdir for k in range(n)}
+        return replicas
+
+    def _replica_log_lines(
+        self, app_id: str, role_name: str, k: int, replica: Any, query: LogQuery
+    ) -> Iterable[str]:
+        """Lines of one replica's log file: combined (default), stdout or stderr. With
+        ``should_tail`` it follows the log until the app ended and the log is drained."""
+        jobs = self.query.jobs([str(app_id)], self._submitted).get(str(app_id)) or []
+        workdir = replica or (jobs[0].workdir if jobs else "") or self._workdirs.get(str(app_id))
         if not workdir:
             raise SlurmCommandError(
                 f"Slurm has not recorded where app {app_id} ran yet (its accounting record is "
                 "incomplete), so its logs cannot be found. Fix: retry in a minute"
             )
+        ext = {Stream.STDOUT: "out", Stream.STDERR: "err", Stream.COMBINED: "log"}[query.stream]
         path = os.path.join(workdir, f"slurm-{app_id}", f"{role_name}-{k}.{ext}")
-        lines = self._read(str(app_id), path, should_tail)
-        return filter_regex(regex, lines) if regex else lines
+        return self._read(str(app_id), path, query.should_tail)
 
     def _read(self, app_id: str, path: str, should_tail: bool) -> Iterator[str]:
         from anylaunch.schedulers.file_tail import follow, iter_lines
@@ -808,19 +764,13 @@ def _role_of(job: SlurmJob) -> str:
 def _app_state(jobs: Sequence[SlurmJob]) -> AppState:
     """The app's state from its components' states.
 
-    The app ends when every component ended (the batch script, in the first one, may still
-    requeue the job): until then it is RUNNING or PENDING. Then a failure wins over a cancel.
+    The app ends only when every component ended (the batch script, in the first one, may
+    still requeue the job): until then the components still going decide. Then the shared
+    rule (:func:`aggregate_replica_states`): a failure wins over a cancel.
     """
-    states = {job.app_state for job in jobs}
-    order = (
-        AppState.RUNNING,
-        AppState.PENDING,
-        AppState.UNKNOWN,
-        AppState.FAILED,
-        AppState.CANCELLED,
-        AppState.SUCCEEDED,
-    )
-    return next((s for s in order if s in states), AppState.UNKNOWN)
+    states = [job.app_state for job in jobs]
+    going = [s for s in states if not s.is_terminal()]
+    return aggregate_replica_states(going or states)
 
 
 def _exit_text(job: SlurmJob) -> str:
