@@ -37,20 +37,23 @@ import subprocess
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any
 
 from anylaunch.schedulers import local_state as ls
 from anylaunch.schedulers.api import (
     DescribeAppResponse,
     ListAppResponse,
+    LogQuery,
     Scheduler,
     Stream,
-    filter_regex,
 )
 from anylaunch.schedulers.file_tail import follow, iter_lines
-from anylaunch.schedulers.local_scheduler import is_secret_env_name
-from anylaunch.schedulers.shared import RANK0_ENV
+from anylaunch.schedulers.shared import (
+    RANK0_ENV,
+    aggregate_replica_states,
+    check_no_nul,
+    is_secret_env_name,
+)
 from anylaunch.specs.api import (
     NONE,
     AppDef,
@@ -69,8 +72,6 @@ from anylaunch.specs.errors import (
     AnylaunchError,
     InvalidRunConfigException,
     InvalidSpecError,
-    UnknownAppException,
-    did_you_mean,
 )
 from anylaunch.specs.runopts import CfgVal, runopts
 from anylaunch.specs.structured_opts import StructuredOpts
@@ -318,10 +319,8 @@ def replica_state(stat: str, exit_reason: str = "") -> AppState:
 
 
 def app_state(states: Iterable[AppState]) -> AppState:
-    """The state of an app from its replicas' states.
-
-    A failed replica fails the app; a cancelled one (and no failure) cancels it; otherwise the
-    app runs until every replica succeeded.
+    """The state of an app from its replicas' states: the shared rule
+    (:func:`aggregate_replica_states`), one job per replica.
 
     >>> app_state([AppState.SUCCEEDED, AppState.RUNNING])
     <AppState.RUNNING: 3>
@@ -330,13 +329,7 @@ def app_state(states: Iterable[AppState]) -> AppState:
     >>> app_state([AppState.SUCCEEDED, AppState.SUCCEEDED])
     <AppState.SUCCEEDED: 4>
     """
-    found = set(states)
-    for state in (AppState.FAILED, AppState.CANCELLED, AppState.UNKNOWN, AppState.RUNNING):
-        if state in found:
-            return state
-    if found and found <= {AppState.SUCCEEDED}:
-        return AppState.SUCCEEDED
-    return AppState.PENDING
+    return aggregate_replica_states(states)
 
 
 @dataclass
@@ -418,13 +411,6 @@ def _check_path(
             path,
             "contains a control character or '%' (LSF expands %J, %I, ... in job paths)",
             fix,
-        )
-
-
-def _check_no_nul(where: str, value: str) -> None:
-    if "\x00" in value:
-        raise InvalidSpecError(
-            where, value, "contains a NUL byte, which no job script can carry", "remove it"
         )
 
 
@@ -660,11 +646,11 @@ def _replica_env(replica: Role) -> dict[str, str]:
     env = dict(replica.env)
     env.setdefault("PYTHONUNBUFFERED", "1")  # lines reach the logs as they are printed
     env.pop(RANK0_ENV, None)  # set from rank 0's host at run time
-    _check_no_nul(f"{where}.entrypoint", replica.entrypoint)
+    check_no_nul(f"{where}.entrypoint", replica.entrypoint)
     for j, arg in enumerate(replica.args):
-        _check_no_nul(f"{where}.args[{j}]", arg)
+        check_no_nul(f"{where}.args[{j}]", arg)
     for key, value in env.items():
-        _check_no_nul(f"{where}.env[{key!r}]", value)
+        check_no_nul(f"{where}.env[{key!r}]", value, secret=is_secret_env_name(key))
         if key.startswith("-"):
             raise InvalidSpecError(
                 f"{where}.env",
@@ -759,6 +745,8 @@ class LsfScheduler(Scheduler[Mapping[str, CfgVal]]):
     Args:
         session_name: goes into app handles (``lsf://{session_name}/{app_id}``)
     """
+
+    log_timestamps = False  # LSF output files carry no timestamps
 
     def __init__(self, session_name: str) -> None:
         super().__init__(BACKEND, session_name)
@@ -1053,59 +1041,22 @@ class LsfScheduler(Scheduler[Mapping[str, CfgVal]]):
 
     # --- logs -----------------------------------------------------------------------------
 
-    def log_iter(
-        self,
-        app_id: str,
-        role_name: str,
-        k: int = 0,
-        regex: str | None = None,
-        since: datetime | None = None,
-        until: datetime | None = None,
-        should_tail: bool = False,
-        streams: Stream | None = None,
-    ) -> Iterable[str]:
-        """Lines (with their trailing newline) of replica ``k`` of ``role_name``, read from the
-        job directory (which must be reachable from this host).
-
-        ``streams`` picks stdout, stderr or (default) both interleaved. The logs carry no
-        timestamps: ``since`` and ``until`` are ignored (with a warning). With
-        ``should_tail`` it follows the log until the app ended and the log is drained.
-
-        Raises:
-            UnknownAppException: LSF has no job of the app.
-            InvalidSpecError: an unknown role, a replica index out of range, a bad stream or
-                regex, or a log directory this host cannot see.
-        """
+    def _log_replicas(self, app_id: str) -> dict[str, dict[int, Any]] | None:
         records = _latest(self._app_records(app_id)) if ls.is_valid_app_id(app_id) else []
         if not records:
-            raise UnknownAppException(make_app_handle(self.backend, self.session_name, str(app_id)))
-        roles: dict[str, list[_Record]] = {}
+            return None
+        replicas: dict[str, dict[int, Any]] = {}
         for rec in records:
-            roles.setdefault(rec.role, []).append(rec)
-        if role_name not in roles:
-            raise InvalidSpecError(
-                "role_name",
-                role_name,
-                f"app {app_id} has no such role.{did_you_mean(str(role_name), roles)}",
-                f"use one of: {', '.join(roles)}",
-            )
-        replicas = {rec.replica_id: rec for rec in roles[role_name]}
-        if isinstance(k, bool) or not isinstance(k, int) or k not in replicas:
-            raise InvalidSpecError(
-                "k",
-                k,
-                f"role {role_name!r} of app {app_id} has {len(replicas)} replica(s)",
-                f"use a replica index from 0 to {len(replicas) - 1}",
-            )
-        try:
-            stream = Stream.COMBINED if streams is None else Stream(streams)
-        except ValueError:
-            raise InvalidSpecError(
-                "streams", streams, "is not a stream", "use stdout, stderr or combined"
-            ) from None
-        if since is not None or until is not None:
-            log.warning("the lsf scheduler's logs have no timestamps: since/until are ignored")
-        log_dir = replicas[k].log_dir
+            replicas.setdefault(rec.role, {})[rec.replica_id] = rec
+        return replicas
+
+    def _replica_log_lines(
+        self, app_id: str, role_name: str, k: int, replica: Any, query: LogQuery
+    ) -> Iterable[str]:
+        """Lines of one replica, read from the job directory (which must be reachable from
+        this host): stdout, stderr or both interleaved. With ``should_tail`` it follows the
+        log until the app ended and the log is drained."""
+        log_dir = replica.log_dir
         if not log_dir or not os.path.isdir(log_dir):
             raise InvalidSpecError(
                 "jobdir",
@@ -1113,9 +1064,8 @@ class LsfScheduler(Scheduler[Mapping[str, CfgVal]]):
                 f"the log directory of {role_name}/{k} is not visible on this host",
                 "read the logs on a host that shares the job directory with the cluster",
             )
-        path = os.path.join(log_dir, f"{stream.value}.log")
-        lines = self._read_log(app_id, path, should_tail)
-        return filter_regex(regex, lines) if regex else lines
+        path = os.path.join(log_dir, f"{query.stream.value}.log")
+        return self._read_log(app_id, path, query.should_tail)
 
     def _read_log(self, app_id: str, path: str, should_tail: bool) -> Iterator[str]:
         last_check = [0.0, False]  # ask LSF at most once a second while following
