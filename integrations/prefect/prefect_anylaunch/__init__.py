@@ -20,7 +20,11 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from prefect_anylaunch.blocks import AnylaunchJob, AnylaunchJobRun, AnylaunchSchedulerSettings
-from prefect_anylaunch.errors import AnylaunchAppFailedError, AnylaunchAppTimeoutError
+from prefect_anylaunch.errors import (
+    AnylaunchAppFailedError,
+    AnylaunchAppLostError,
+    AnylaunchAppTimeoutError,
+)
 
 if TYPE_CHECKING:
     from prefect_anylaunch.flows import cancel_launched_apps, run_app
@@ -44,6 +48,7 @@ _LAZY = {
 
 __all__ = [
     "AnylaunchAppFailedError",
+    "AnylaunchAppLostError",
     "AnylaunchAppTimeoutError",
     "AnylaunchJob",
     "AnylaunchJobRun",

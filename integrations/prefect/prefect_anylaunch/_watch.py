@@ -1,86 +1,47 @@
-"""Watching a launched app: status polling with startup/run timeouts, log lines forwarded to
-a logger, secret masking. Shared by the sync and async waits; nothing here imports Prefect.
+"""Watching a launched app for Prefect: a thin driver of the core lifecycle policy
+(:class:`anylaunch.runner.watch.WatchPolicy`). Shared by the sync and async waits; nothing here
+imports Prefect.
 
-The app's log lines are read on reader threads (one per replica) but logged only by the
-thread that waits: Prefect's run logger takes the flow/task run and the API settings from
+The app's log lines are read on reader threads (one per replica) into a core
+:class:`~anylaunch.runner.lines.LineBuffer` but logged only by the thread that waits, one
+record per line: Prefect's run logger takes the flow/task run and the API settings from
 context variables, which plain threads do not carry.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import queue
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from anylaunch.runner import poll_intervals
+from anylaunch.runner.lines import LineBuffer
+from anylaunch.runner.outcome import failure_summary
+from anylaunch.runner.watch import (
+    Done,
+    Lost,
+    Poll,
+    PollError,
+    RunTimedOut,
+    StartupTimedOut,
+    WatchPolicy,
+)
 from anylaunch.specs.api import NONE, AppHandle, AppState, AppStatus
-from anylaunch.specs.errors import UnknownAppException
-from prefect_anylaunch.errors import AnylaunchAppFailedError, AnylaunchAppTimeoutError
+from anylaunch.specs.secrets import Redactor
+from prefect_anylaunch.errors import (
+    AnylaunchAppFailedError,
+    AnylaunchAppLostError,
+    AnylaunchAppTimeoutError,
+)
 
 if TYPE_CHECKING:
     from anylaunch.runner import LogPump, Runner
 
-#: Shortest secret that is masked: masking every "a" would make logs unreadable.
-MIN_SECRET_LEN = 3
-#: App lines logged as one message at most (a chatty app must not send one record per line).
-MAX_LINES_PER_MESSAGE = 100
+__all__ = ["DRAIN_TIMEOUT_S", "Redactor", "Waiter", "replica_rows"]
+
 #: How long to keep reading the logs once the app has ended.
 DRAIN_TIMEOUT_S = 30.0
-_MASK = "***"
-_NOT_STARTED = frozenset(
-    {AppState.UNSUBMITTED, AppState.SUBMITTED, AppState.PENDING, AppState.UNKNOWN}
-)
-_LINE = -1  # queue tag of an app log line (other items carry a logging level)
-
-
-class Redactor:
-    """Replaces every secret value in a text with ``***``.
-
-    >>> redact = Redactor(["s3cr3t-token", "", "ab"])
-    >>> redact("token=s3cr3t-token ab")
-    'token=*** ab'
-    >>> bool(redact), bool(Redactor([]))
-    (True, False)
-    """
-
-    def __init__(self, secrets: Iterable[str]) -> None:
-        # longest first: a secret that contains another is masked whole
-        self._secrets = sorted(
-            {s for s in secrets if len(s) >= MIN_SECRET_LEN}, key=len, reverse=True
-        )
-
-    def __call__(self, text: str) -> str:
-        for secret in self._secrets:
-            text = text.replace(secret, _MASK)
-        return text
-
-    def __bool__(self) -> bool:
-        return bool(self._secrets)
-
-
-def failure_detail(status: AppStatus) -> str:
-    """What the scheduler says beyond the app's message: the tail of a replica's stderr when
-    the structured error has one, else the structured error itself.
-
-    >>> failure_detail(AppStatus(AppState.FAILED, structured_error_msg='{"stderr_tail": ["a", "b"]}'))
-    'last stderr: a | b'
-    >>> failure_detail(AppStatus(AppState.FAILED))
-    ''
-    """
-    raw = status.structured_error_msg
-    if not raw or raw == NONE:
-        return ""
-    try:
-        data = json.loads(raw)
-    except ValueError:
-        return raw[:1000]
-    tail = data.get("stderr_tail") if isinstance(data, dict) else None
-    if isinstance(tail, list) and tail:
-        return "last stderr: " + " | ".join(str(line) for line in tail[-10:])
-    return raw[:1000]
 
 
 def replica_rows(status: AppStatus) -> list[dict[str, Any]]:
@@ -105,21 +66,10 @@ def replica_rows(status: AppStatus) -> list[dict[str, Any]]:
     ]
 
 
-class _LineQueue:
-    """The LogPump sink: queues each ``role/k line`` for the waiter to log."""
-
-    def __init__(self, items: queue.SimpleQueue[tuple[int, str]]) -> None:
-        self._items = items
-        self.dropping = False
-
-    def __call__(self, role: str, k: int, line: str) -> None:
-        if not self.dropping:  # nobody logs the lines any more: do not pile them up
-            self._items.put((_LINE, f"{role}/{k} {line}"))
-
-
 class Waiter:
-    """Polls one app until it ends, enforcing the startup and run timeouts and streaming the
-    logs of its replicas into ``logger``.
+    """Polls one app until it ends, as the core lifecycle policy decides (startup and run
+    timeouts, retried status calls, a vanished app), streaming its replicas' lines into
+    ``logger`` (one record per line, secrets masked).
 
     Drive it with :meth:`step` (which may block on the scheduler: run it on a worker thread
     in async code) and :meth:`pause` / :meth:`apause` for the returned delay, then
@@ -131,11 +81,11 @@ class Waiter:
         logger: where state changes and the app's lines go
         poll_interval_s: the longest sleep between polls (polls back off up to it)
         startup_timeout_s: how long the app may take to start running (None: forever)
-        run_timeout_s: how long the app may run (None: forever)
-        cancel_on_timeout: cancel the app when a timeout expires
+        run_timeout_s: how long the app may run once started (None: forever)
+        cancel_on_timeout: cancel the app when a timeout expires (and when the watch is lost)
         log_roles: the roles whose replicas' logs are streamed (None: all; []: none)
         log_stream: "combined", "stdout" or "stderr"
-        redact: masks secrets in everything logged
+        redact: masks secrets in everything logged and raised
     """
 
     def __init__(
@@ -155,19 +105,22 @@ class Waiter:
         self.status: AppStatus | None = None
         self._runner = runner
         self._logger = logger
-        self._intervals = poll_intervals(poll_interval_s)
-        self._startup_timeout_s = startup_timeout_s
-        self._run_timeout_s = run_timeout_s
-        self._cancel_on_timeout = cancel_on_timeout
+        self._policy = WatchPolicy(
+            poll_interval_s,
+            startup_timeout=startup_timeout_s,
+            run_timeout=run_timeout_s,
+            cancel_on_timeout=cancel_on_timeout,
+            cancel_on_failure=cancel_on_timeout,
+            handle=app_handle,
+        )
         self._log_roles = None if log_roles is None else list(log_roles)
         self._log_stream = log_stream
-        self._redact = redact or Redactor([])
-        self._items: queue.SimpleQueue[tuple[int, str]] = queue.SimpleQueue()
-        self._lines = _LineQueue(self._items)
+        self._redact = redact or Redactor()
+        self._lines = LineBuffer(self._redact)
+        # state changes and warnings, said by the polling thread, logged by the waiting one
+        self._notes: queue.SimpleQueue[tuple[int, str]] = queue.SimpleQueue()
         self._pump: LogPump | None = None
         self._pump_tried = False
-        self._began = time.monotonic()
-        self._running_since: float | None = None
 
     # --- polling (may block: call from any thread) -------------------------------------
 
@@ -176,47 +129,55 @@ class Waiter:
         has ended.
 
         Raises:
-            UnknownAppException: the scheduler does not know the app
             AnylaunchAppTimeoutError: a timeout expired (the app was cancelled if configured)
+            AnylaunchAppLostError: the app vanished, or its scheduler kept failing
         """
-        status = self._runner.status(self.app_handle)
-        if status is None:
-            raise UnknownAppException(self.app_handle)
-        if self.status is None or status.state != self.status.state:
-            self._say(logging.INFO, f"app {self.app_handle} is {status.state.name}")
-        self.status = status
-        now = time.monotonic()
-        started = status.state not in _NOT_STARTED
-        if started and self._running_since is None:
-            self._running_since = now
-        if started:
+        try:
+            observation: AppStatus | PollError | None = self._runner.status(self.app_handle)
+        except Exception as e:  # the policy decides whether retrying can help
+            observation = PollError(e)
+            self._say(
+                logging.WARNING,
+                f"status of {self.app_handle} failed ({self._policy.poll_errors + 1}/"
+                f"{self._policy.max_poll_errors}): {e}",
+            )
+        if isinstance(observation, AppStatus):
+            if self.status is None or observation.state != self.status.state:
+                self._say(logging.INFO, f"app {self.app_handle} is {observation.state.name}")
+            self.status = observation
+        decision = self._policy.observe(observation, time.time())
+        if self._policy.started:
             self._start_pump()
-        if status.is_terminal():
+        if isinstance(decision, Poll):
+            return decision.after
+        if isinstance(decision, Done):
             return None
-        if self._running_since is None:
-            deadline = self._deadline(self._began, self._startup_timeout_s)
-            if deadline is not None and now >= deadline:
-                self._time_out("startup", self._startup_timeout_s, status.state)
-        else:
-            deadline = self._deadline(self._running_since, self._run_timeout_s)
-            if deadline is not None and now >= deadline:
-                self._time_out("run", self._run_timeout_s, status.state)
-        delay = next(self._intervals)
-        if deadline is not None:
-            delay = min(delay, max(deadline - now, 0.01))  # poll right after a deadline
-        return delay
-
-    @staticmethod
-    def _deadline(start: float, timeout: float | None) -> float | None:
-        return None if timeout is None else start + timeout
-
-    def _time_out(self, which: str, timeout_s: float | None, state: AppState) -> None:
-        if self._cancel_on_timeout:
-            self._say(logging.WARNING, f"{which} timeout expired: cancelling {self.app_handle}")
-            self._runner.cancel(self.app_handle)
-        raise AnylaunchAppTimeoutError(
-            self.app_handle, which, float(timeout_s or 0), state, self._cancel_on_timeout
+        if decision.cancel:
+            self._cancel(decision.message)
+        headline = self._redact(decision.message)
+        text = failure_summary(
+            self.app_handle, self.status, self._lines.tail, self._redact, headline=headline
         )
+        if isinstance(decision, (StartupTimedOut, RunTimedOut)):
+            which = "startup" if isinstance(decision, StartupTimedOut) else "run"
+            limit = self._policy.startup_timeout if which == "startup" else self._policy.run_timeout
+            raise AnylaunchAppTimeoutError(
+                self.app_handle,
+                which,
+                float(limit or 0),
+                decision.status.state,
+                decision.cancel,
+                message=text,
+            )
+        assert isinstance(decision, Lost)
+        raise AnylaunchAppLostError(self.app_handle, self.status, text, reason=decision.reason)
+
+    def _cancel(self, why: str) -> None:
+        self._say(logging.WARNING, f"{self._redact(why)}: cancelling {self.app_handle}")
+        try:
+            self._runner.cancel(self.app_handle)
+        except Exception as e:  # best effort: the failure below still says why the wait ended
+            self._say(logging.ERROR, f"could not cancel {self.app_handle}: {e}")
 
     def _start_pump(self) -> None:
         if self._pump_tried or self._log_roles == []:
@@ -246,21 +207,19 @@ class Waiter:
         """Sleeps ``seconds``, logging the app's lines as they arrive."""
         deadline = time.monotonic() + seconds
         while (remaining := deadline - time.monotonic()) > 0:
-            try:
-                first = self._items.get(timeout=remaining)
-            except queue.Empty:
-                break
-            self._emit([first, *self._take()])
+            self._emit()
+            time.sleep(min(remaining, 0.05))
+        self._emit()
 
     async def apause(self, seconds: float) -> None:
-        """Async :meth:`pause`: forwards lines every 0.1 s while sleeping."""
+        """Async :meth:`pause`: forwards lines every 0.05 s while sleeping."""
         import anyio
 
         deadline = time.monotonic() + seconds
         while (remaining := deadline - time.monotonic()) > 0:
-            self._emit(self._take())
-            await anyio.sleep(min(remaining, 0.1))
-        self._emit(self._take())
+            self._emit()
+            await anyio.sleep(min(remaining, 0.05))
+        self._emit()
 
     def drain(self, timeout_s: float = DRAIN_TIMEOUT_S) -> None:
         """After the end: logs the rest of the lines (waiting at most ``timeout_s``)."""
@@ -280,18 +239,18 @@ class Waiter:
         return self._pump is None or self._pump.join(timeout=0)
 
     def _finish_drain(self) -> None:
-        self._emit(self._take())
+        self._emit()
         if not self._pump_done():
             self._say(logging.WARNING, "gave up waiting for the rest of the app's logs")
         for role, k, error in self._pump.errors if self._pump else []:
             self._say(logging.WARNING, f"could not read the logs of {role}/{k}: {error}")
-        self._emit(self._take())
+        self._emit()
 
     def close(self) -> None:
         """Logs what is queued and stops forwarding (reader threads of a running app end
         with it)."""
-        self._lines.dropping = True
-        self._emit(self._take())
+        self._emit()
+        self._lines.close()
 
     def raise_unless_succeeded(self) -> AppStatus:
         """Returns the final status; raises if the app did not succeed.
@@ -305,38 +264,24 @@ class Waiter:
         if status.state != AppState.SUCCEEDED:
             masked = AppStatus.from_dict(status.to_dict())
             masked.msg = self._redact(status.msg)
-            raise AnylaunchAppFailedError(
-                self.app_handle, masked, self._redact(failure_detail(status))
-            )
+            if masked.structured_error_msg != NONE:
+                masked.structured_error_msg = self._redact(status.structured_error_msg)
+            text = failure_summary(self.app_handle, status, self._lines.tail, self._redact)
+            raise AnylaunchAppFailedError(self.app_handle, masked, message=text)
         return status
 
     # --- internals ---------------------------------------------------------------------
 
     def _say(self, level: int, message: str) -> None:
-        self._items.put((level, message))
+        self._notes.put((level, message))
 
-    def _take(self) -> list[tuple[int, str]]:
-        items = []
+    def _emit(self) -> None:
+        """Logs the notes, then the app's lines: one record per line."""
         while True:
             try:
-                items.append(self._items.get_nowait())
+                level, text = self._notes.get_nowait()
             except queue.Empty:
-                return items
-
-    def _emit(self, items: list[tuple[int, str]]) -> None:
-        batch: list[str] = []
-
-        def flush() -> None:
-            if batch:
-                self._logger.info("%s", self._redact("\n".join(batch)))
-                batch.clear()
-
-        for level, text in items:
-            if level == _LINE:
-                batch.append(text)
-                if len(batch) >= MAX_LINES_PER_MESSAGE:
-                    flush()
-            else:
-                flush()
-                self._logger.log(level, "%s", self._redact(text))
-        flush()
+                break
+            self._logger.log(level, "%s", self._redact(text))
+        for line in self._lines.take():
+            self._logger.info("%s", line)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from anylaunch.specs.api import AppHandle, AppState, AppStatus
 from anylaunch.specs.errors import AnylaunchError
 
-__all__ = ["AnylaunchAppFailedError", "AnylaunchAppTimeoutError"]
+__all__ = ["AnylaunchAppFailedError", "AnylaunchAppLostError", "AnylaunchAppTimeoutError"]
 
 
 class AnylaunchAppFailedError(AnylaunchError, RuntimeError):
@@ -17,12 +17,34 @@ class AnylaunchAppFailedError(AnylaunchError, RuntimeError):
     app local_cwd://s/x-1 ended FAILED: replica w/0 exited with code 3; last stderr: boom
     """
 
-    def __init__(self, app_handle: AppHandle, status: AppStatus, detail: str = "") -> None:
+    def __init__(
+        self,
+        app_handle: AppHandle,
+        status: AppStatus | None,
+        detail: str = "",
+        *,
+        message: str | None = None,
+    ) -> None:
         self.app_handle = app_handle
         self.status = status
-        parts = [p for p in (status.msg, detail) if p]
-        message = f"app {app_handle} ended {status.state.name}"
-        super().__init__(message + (": " + "; ".join(parts) if parts else ""))
+        if message is None:
+            state = status.state.name if status is not None else "UNKNOWN"
+            parts = [p for p in (status.msg if status is not None else "", detail) if p]
+            message = f"app {app_handle} ended {state}" + (": " + "; ".join(parts) if parts else "")
+        super().__init__(message)
+
+
+class AnylaunchAppLostError(AnylaunchAppFailedError):
+    """The watch lost the app: it vanished (deleted, or purged by its scheduler), or its
+    scheduler kept failing; ``reason`` is ``vanished``, ``poll_errors`` or ``permanent_error``
+    (see :class:`anylaunch.runner.watch.Lost`). ``status`` is the last one seen (or None).
+    """
+
+    def __init__(
+        self, app_handle: AppHandle, status: AppStatus | None, message: str, reason: str = ""
+    ) -> None:
+        self.reason = reason
+        super().__init__(app_handle, status, message=message)
 
 
 class AnylaunchAppTimeoutError(AnylaunchError, TimeoutError):
@@ -39,6 +61,8 @@ class AnylaunchAppTimeoutError(AnylaunchError, TimeoutError):
         timeout_s: float,
         last_state: AppState,
         cancelled: bool,
+        *,
+        message: str | None = None,
     ) -> None:
         self.app_handle = app_handle
         self.which = which
@@ -58,6 +82,7 @@ class AnylaunchAppTimeoutError(AnylaunchError, TimeoutError):
             else "raise run_timeout_s, or make the app faster"
         )
         super().__init__(
-            f"app {app_handle} did not {what} within {timeout_s:g}s{since} "
+            message
+            or f"app {app_handle} did not {what} within {timeout_s:g}s{since} "
             f"(last state: {last_state.name}); {fate}. Fix: {fix}"
         )

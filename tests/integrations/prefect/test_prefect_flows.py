@@ -172,3 +172,34 @@ def test_get_app_logs_filters_and_rejects_bad_arguments(pf) -> None:
     assert state.is_failed() and "needs role_name" in state.message
     state = logs_of(streams="stdoutt", return_state=True)
     assert state.is_failed() and "is not a stream" in state.message
+
+
+def test_every_app_line_is_one_record_and_no_secret_is_logged(pf) -> None:
+    """One Prefect log record per app line (never several lines merged), prefixed
+    ``role/replica``; a secret env value (declared in the settings block under a name no
+    built-in pattern matches) is masked in every record and in the failure."""
+    from prefect_anylaunch import AnylaunchSchedulerSettings
+
+    secret = f"conn-{uuid.uuid4().hex}"
+    code = (
+        "import os, sys\n"
+        "for i in range(50): print(f'line {i}', flush=True)\n"
+        "print('conn=' + os.environ['CONN_STRING'], flush=True)\n"
+        "sys.exit(4)"
+    )
+    settings = AnylaunchSchedulerSettings(secret_env={"CONN_STRING": secret})
+    job = AnylaunchJob(app=pf.py_app("chatty", code), settings=settings, poll_interval_s=0.5)
+    state = run_app(job, return_state=True)
+
+    assert state.is_failed()
+    with pytest.raises(AnylaunchAppFailedError) as err:
+        state.result()
+    assert secret not in str(err.value)
+    assert "exit code: 4" in str(err.value)
+    logs = pf.run_logs(state.state_details.flow_run_id)
+    app_lines = [m for m in logs if m.startswith("w/0 ")]
+    assert [m for m in app_lines if m.startswith("w/0 line ")] == [
+        f"w/0 line {i}" for i in range(50)
+    ]
+    assert "w/0 conn=***" in app_lines
+    assert not any(secret in m for m in logs)
