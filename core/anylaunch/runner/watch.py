@@ -271,6 +271,8 @@ class WatchPolicy:
         handle: the app's handle, for messages
         already_started: the app is known to have started already (e.g. a resumed watch)
         rng: the jitter's random source (tests pass a seeded one)
+        option_names: how the caller names the startup and run timeouts, for the fix in a
+            timeout's message (e.g. ``("startup_timeout_s", "run_timeout_s")``)
     """
 
     def __init__(
@@ -288,6 +290,7 @@ class WatchPolicy:
         handle: str = "",
         already_started: bool = False,
         rng: random.Random | None = None,
+        option_names: tuple[str, str] = ("startup_timeout", "run_timeout"),
     ) -> None:
         self.poll_interval = check_seconds("poll_interval", poll_interval, positive=True)
         self.startup_timeout = _check_optional("startup_timeout", startup_timeout)
@@ -311,6 +314,7 @@ class WatchPolicy:
         self.cancel_on_timeout = bool(cancel_on_timeout)
         self.cancel_on_failure = bool(cancel_on_failure)
         self.handle = handle
+        self._option_names = option_names
         #: the absolute startup deadline (None: none), the earlier of timeout and deadline
         self.startup_deadline = _earliest(
             start_deadline,
@@ -387,7 +391,7 @@ class WatchPolicy:
                 RunTimedOut(
                     _short(status),
                     self.cancel_on_timeout,
-                    self._timeout_text("run", status, "run_timeout"),
+                    self._timeout_text("run", status, self._option_names[1]),
                 )
             )
         if (
@@ -399,7 +403,7 @@ class WatchPolicy:
                 StartupTimedOut(
                     _short(status),
                     self.cancel_on_timeout,
-                    self._timeout_text("startup", status, "startup_timeout"),
+                    self._timeout_text("startup", status, self._option_names[0]),
                 )
             )
         return Poll(self._next_delay(now))

@@ -7,13 +7,11 @@ Everything scheduler-specific stays in :class:`anylaunch.runner.Runner`.
 
 from __future__ import annotations
 
-import collections
 import contextlib
 import copy
-import queue
 import re
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
@@ -21,9 +19,13 @@ from typing import TYPE_CHECKING, Any
 import dagster as dg
 
 from anylaunch.runner import Runner, get_runner, poll_intervals
+from anylaunch.runner.lines import LineBuffer
+from anylaunch.runner.outcome import error_details, failure_summary
+from anylaunch.runner.watch import Done, Poll, PollError, WatchPolicy
 from anylaunch.specs.api import NONE, AppDef, AppHandle, AppState, AppStatus, Workspace
 from anylaunch.specs.errors import AnylaunchError, UnknownAppException
 from anylaunch.specs.runopts import CfgVal
+from anylaunch.specs.secrets import Redactor, app_redactor
 
 if TYPE_CHECKING:
     from dagster._core.pipes.reattach import PipesLaunchHandle
@@ -49,13 +51,8 @@ _TAG_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
 # Dagster marks from-failure re-executions (UI, run retries daemon) with these run tags.
 _RESUME_RETRY_TAGS = ("dagster/is_resume_retry", "dagster/is_asset_resume_retry")
 _MAX_ANCESTRY = 64
-# Lines emitted as one context.log message at most (a chatty app must not flood the event log
-# with one event per line).
-_MAX_LINES_PER_MESSAGE = 200
 # How long to keep draining log streams after the app ended.
 _DRAIN_TIMEOUT_S = 30.0
-# Shortest secret value that is masked: masking every "a" would make logs unreadable.
-_MIN_SECRET_LEN = 3
 
 
 @dataclass(frozen=True)
@@ -126,27 +123,6 @@ class AnylaunchRun:
         return meta
 
 
-class Masker:
-    """Replaces secret values with ``***`` in any text about to be logged.
-
-    >>> Masker(["s3cr3t", "x"])("token=s3cr3t x")
-    'token=*** x'
-    """
-
-    def __init__(self, secrets: Iterable[str]) -> None:
-        # longest first, so a secret containing another is masked whole
-        self._secrets = sorted(
-            {s for s in secrets if isinstance(s, str) and len(s) >= _MIN_SECRET_LEN},
-            key=len,
-            reverse=True,
-        )
-
-    def __call__(self, text: str) -> str:
-        for secret in self._secrets:
-            text = text.replace(secret, "***")
-        return text
-
-
 def run_tag_key(step_key: str) -> str:
     """The run tag holding the handle of the app a step launched.
 
@@ -210,11 +186,6 @@ def with_env(app: AppDef, env: Mapping[str, str]) -> AppDef:
     return app
 
 
-def _describe_error(status: AppStatus) -> str:
-    parts = [p for p in (status.msg, status.structured_error_msg) if p and p != NONE]
-    return "\n".join(parts) or f"app ended {status.state.name}"
-
-
 def failure(
     description: str,
     handle: AppHandle | None,
@@ -223,16 +194,24 @@ def failure(
     duration_s: float,
     mask: Callable[[str], str],
     allow_retries: bool = True,
+    reason: str = "failed",
 ) -> dg.Failure:
-    """A step Failure carrying handle, ui_url, state, error and the last log lines."""
+    """A step Failure carrying handle, ui_url, state, error, the last log lines and the
+    ``reason`` (``failed``, ``startup_timeout``, ``run_timeout``, ``lost``, ``invalid``,
+    ``launch``: the kinds of :mod:`anylaunch.runner.watch`'s decisions)."""
     meta: dict[str, dg.MetadataValue] = {
+        "reason": dg.MetadataValue.text(reason),
         "duration_s": dg.MetadataValue.float(round(duration_s, 3)),
     }
     if handle is not None:
         meta["handle"] = dg.MetadataValue.text(handle)
     if status is not None:
         meta["final_state"] = dg.MetadataValue.text(status.state.name)
-        meta["error"] = dg.MetadataValue.text(mask(_describe_error(status)))
+        details = error_details(status)
+        if "exit_code" in details:
+            meta["exit_code"] = dg.MetadataValue.int(int(details["exit_code"]))
+        error = "\n".join(p for p in (status.msg, status.structured_error_msg) if p and p != NONE)
+        meta["error"] = dg.MetadataValue.text(mask(error or f"app ended {status.state.name}"))
         if status.ui_url:
             meta["ui_url"] = dg.MetadataValue.url(status.ui_url)
     meta["last_log_lines"] = dg.MetadataValue.text(mask("\n".join(last_lines)))
@@ -241,7 +220,8 @@ def failure(
 
 class _Streams:
     """Follows every replica's log (a :class:`~anylaunch.runner.logs.LogPump` reader thread
-    each); the calling (main) thread logs the lines.
+    each) into a core :class:`~anylaunch.runner.lines.LineBuffer`; the calling (main) thread
+    logs the lines, one ``context.log`` record per app line.
 
     Logging from the main thread keeps context.log calls where Dagster runs the step, and
     lets a termination interrupt the wait at any time.
@@ -259,13 +239,14 @@ class _Streams:
         self._settings = settings
         self._handle = handle
         self._replicas = list(replicas)
-        self._mask = mask
-        self._queue: queue.Queue[str] = queue.Queue()
+        self._lines = LineBuffer(mask, tail_size=max(settings.log_tail_lines, 0))
         self._pump: LogPump | None = None
         self._errors_told = 0
-        self.tail: collections.deque[str] = collections.deque(
-            maxlen=max(settings.log_tail_lines, 0)
-        )
+
+    @property
+    def tail(self) -> list[str]:
+        """The latest lines (masked), for failure text and metadata."""
+        return self._lines.tail
 
     def start(self) -> None:
         if self._pump is not None or not self._settings.stream_logs:
@@ -275,17 +256,13 @@ class _Streams:
         # a runner per reader: the step's runner polls the status meanwhile, and schedulers
         # are not required to be thread-safe
         self._pump = LogPump(
-            self._settings.runner,
-            self._handle,
-            self._replicas,
-            lambda role, k, line: self._queue.put(f"{role}/{k} {line}"),
-            should_tail=True,
+            self._settings.runner, self._handle, self._replicas, self._lines, should_tail=True
         ).start()
 
     def _tell_errors(self) -> None:
         errors = self._pump.errors if self._pump is not None else []
         for role, k, error in errors[self._errors_told :]:
-            self._queue.put(f"{role}/{k} [anylaunch] log stream ended early: {error}")
+            self._lines.add(f"{role}/{k} [anylaunch] log stream ended early: {error}")
         self._errors_told = len(errors)
 
     def pump(self, seconds: float) -> None:
@@ -293,24 +270,12 @@ class _Streams:
         deadline = time.monotonic() + max(seconds, 0.0)
         while True:
             self._tell_errors()
+            for line in self._lines.take():
+                self._context.log.info(line)
             remaining = deadline - time.monotonic()
-            try:
-                first = self._queue.get(timeout=remaining) if remaining > 0 else None
-            except queue.Empty:
-                first = None
-            batch = [first] if first is not None else []
-            with contextlib.suppress(queue.Empty):
-                while len(batch) < _MAX_LINES_PER_MESSAGE:
-                    batch.append(self._queue.get_nowait())
-            if batch:
-                self._emit(batch)
-            if remaining <= 0 and len(batch) < _MAX_LINES_PER_MESSAGE:
+            if remaining <= 0:
                 return
-
-    def _emit(self, batch: list[str]) -> None:
-        lines = [self._mask(line) for line in batch]
-        self.tail.extend(lines)
-        self._context.log.info("\n".join(lines))
+            time.sleep(min(remaining, 0.05))
 
     def drain(self, timeout: float) -> None:
         """Logs the rest of the app's output, waiting up to ``timeout`` for the streams."""
@@ -322,6 +287,7 @@ class _Streams:
         ):
             self.pump(0.05)
         self.pump(0)
+        self._lines.close()
 
 
 class AppWatch:
@@ -338,7 +304,10 @@ class AppWatch:
         self.settings = settings
         self.client_name = client_name
         self.reattach = reattach and client_name is not None
-        self.mask = Masker(settings.secret_env.values())
+        # declared secrets, and env values whose names say they are secret
+        self.mask: Redactor = Redactor(settings.secret_env.values()) | Redactor.for_env(
+            settings.env
+        )
         self.handle: AppHandle | None = None
         self.reattached = False
 
@@ -422,6 +391,7 @@ class AppWatch:
         handle and its replicas as ``(role, k)``."""
         env = {**self.settings.env, **self.settings.secret_env, **(extra_env or {})}
         app = with_env(app, env) if env else app
+        self.mask = self.mask | app_redactor(app, self.settings.secret_env)
         try:
             info = runner.dryrun(
                 app,
@@ -433,7 +403,14 @@ class AppWatch:
         except AnylaunchError as e:
             # an invalid request (scheduler, run options, app) does not get better by retrying
             raise failure(
-                f"invalid request: {e}", None, None, (), 0.0, self.mask, allow_retries=False
+                f"invalid request: {e}",
+                None,
+                None,
+                (),
+                0.0,
+                self.mask,
+                allow_retries=False,
+                reason="invalid",
             ) from e
         self.context.log.info(
             f"anylaunch request for scheduler {self.settings.scheduler}:\n" + self.mask(str(info))
@@ -441,7 +418,9 @@ class AppWatch:
         try:
             handle = runner.schedule(info)
         except AnylaunchError as e:  # e.g. the scheduler is unreachable: a retry may work
-            raise failure(f"could not launch the app: {e}", None, None, (), 0.0, self.mask) from e
+            raise failure(
+                f"could not launch the app: {e}", None, None, (), 0.0, self.mask, reason="launch"
+            ) from e
         self.handle = handle
         self._record_launch(runner, handle)
         return handle, _replicas(app)
@@ -473,6 +452,9 @@ class AppWatch:
             streams = _Streams(self.context, self.settings, handle, replicas, self.mask)
             try:
                 status = self._wait(runner, handle, streams, started)
+            except dg.Failure:
+                streams.drain(min(2.0, self.settings.cancel_timeout_s))
+                raise  # a timeout or a lost app: the policy's cancel was already done
             except BaseException:
                 # termination, timeout or an error while watching: the step is over, so
                 # nobody would watch the app any more
@@ -488,7 +470,7 @@ class AppWatch:
         )
         if status.state != AppState.SUCCEEDED:
             raise failure(
-                f"app {handle} ended {status.state.name}: {_describe_error(status)}",
+                failure_summary(handle, status, result.last_log_lines, self.mask),
                 handle,
                 status,
                 result.last_log_lines,
@@ -509,58 +491,48 @@ class AppWatch:
     def _wait(
         self, runner: Runner, handle: AppHandle, streams: _Streams, started: float
     ) -> AppStatus:
-        startup_timeout = self.settings.startup_timeout_s
-        run_timeout = self.settings.run_timeout_s
-        intervals: Iterator[float] = poll_intervals(self.settings.poll_interval_s)
-        running_since: float | None = None
-        last_state: AppState | None = None
-        while True:
-            status = runner.status(handle)
-            if status is None:
-                raise failure(
-                    f"app {handle} no longer exists (deleted or purged by the scheduler)",
-                    handle,
-                    None,
-                    list(streams.tail),
-                    time.monotonic() - started,
-                    self.mask,
-                )
-            if status.state != last_state:
-                self.context.log.info(f"app {handle} is {status.state.name}")
-                last_state = status.state
-            now = time.monotonic()
-            if status.state == AppState.RUNNING or status.is_terminal():
-                running_since = running_since or now
-                streams.start()
-            if status.is_terminal():
-                return status
-            # startup counts from the launch, the run time from when it was first seen running
-            if running_since is None:
-                if startup_timeout is not None and now - started > startup_timeout:
-                    raise self._timeout("start", startup_timeout, handle, status, streams, started)
-            elif run_timeout is not None and now - running_since > run_timeout:
-                raise self._timeout("finish", run_timeout, handle, status, streams, started)
-            streams.pump(next(intervals))
-
-    def _timeout(
-        self,
-        what: str,
-        limit: float,
-        handle: AppHandle,
-        status: AppStatus,
-        streams: _Streams,
-        started: float,
-    ) -> dg.Failure:
-        option = "startup_timeout_s" if what == "start" else "run_timeout_s"
-        return failure(
-            f"app {handle} did not {what} within {limit:g}s (it was {status.state.name}); "
-            f"it is being cancelled. Fix: raise {option} of the anylaunch resource",
-            handle,
-            status,
-            list(streams.tail),
-            time.monotonic() - started,
-            self.mask,
+        """Drives the core lifecycle policy until the app ended; raises the step's Failure
+        for a timeout or a lost app (cancelling it first when the policy says so)."""
+        policy = WatchPolicy(
+            self.settings.poll_interval_s,
+            startup_timeout=self.settings.startup_timeout_s,
+            run_timeout=self.settings.run_timeout_s,
+            handle=handle,
+            option_names=("startup_timeout_s", "run_timeout_s"),
         )
+        last: AppStatus | None = None
+        while True:
+            try:
+                observation: AppStatus | PollError | None = runner.status(handle)
+            except Exception as e:  # the policy decides whether retrying can help
+                observation = PollError(e)
+                self.context.log.warning(
+                    f"status of {handle} failed ({policy.poll_errors + 1}/"
+                    f"{policy.max_poll_errors}): {self.mask(str(e))}"
+                )
+            if isinstance(observation, AppStatus):
+                if last is None or observation.state != last.state:
+                    self.context.log.info(f"app {handle} is {observation.state.name}")
+                last = observation
+            decision = policy.observe(observation, time.time())
+            if policy.started:
+                streams.start()
+            if isinstance(decision, Poll):
+                streams.pump(decision.after)
+                continue
+            if isinstance(decision, Done):
+                return decision.status
+            if decision.cancel:
+                self._cancel(runner, handle, streams)
+            raise failure(
+                failure_summary(handle, last, streams.tail, self.mask, headline=decision.message),
+                handle,
+                last,
+                streams.tail,
+                time.monotonic() - started,
+                self.mask,
+                reason=decision.kind,
+            )
 
     def _cancel(self, runner: Runner, handle: AppHandle, streams: _Streams) -> None:
         """Cancels the app and waits (bounded) for it to end, logging what happened."""

@@ -112,6 +112,7 @@ class Waiter:
             cancel_on_timeout=cancel_on_timeout,
             cancel_on_failure=cancel_on_timeout,
             handle=app_handle,
+            option_names=("startup_timeout_s", "run_timeout_s"),
         )
         self._log_roles = None if log_roles is None else list(log_roles)
         self._log_stream = log_stream

@@ -389,3 +389,44 @@ def test_the_resource_launches_components_by_name() -> None:
     assert handle.startswith("local_cwd://dagster/echo-")
     resource.wait(handle, timeout=60)
     assert list(resource.log_lines(handle, "echo")) == ["by name\n"]
+
+
+CHATTY_FAILING_APP = """\
+import os, sys
+for i in range(50):
+    print(f"line {i}", flush=True)
+print("conn=" + os.environ["CONN_STRING"], flush=True)
+sys.exit(4)
+"""
+
+
+def test_every_app_line_is_one_event_and_a_failure_says_why(
+    instance: dg.DagsterInstance, monkeypatch: pytest.MonkeyPatch, user_logs
+) -> None:
+    """One context.log record per app line (never merged), prefixed ``role/replica``; the
+    Failure carries the reason, exit code and masked text; a declared secret (a name no
+    built-in pattern matches) appears nowhere."""
+    secret = "conn-string-0b7f3c"
+    monkeypatch.setenv("TEST_CONN", secret)
+    resource = AnylaunchResource(
+        poll_interval_s=0.2, secret_env={"CONN_STRING": dg.EnvVar("TEST_CONN")}
+    )
+    op_def = build_anylaunch_op("chatty", python_app("chatty", CHATTY_FAILING_APP))
+    result = one_op_job(op_def, resource).execute_in_process(
+        instance=instance, raise_on_error=False
+    )
+    assert not result.success
+    logs = user_logs(instance, result.run_id)
+    assert [m for m in logs if m.startswith("main/0 line ")] == [
+        f"main/0 line {i}" for i in range(50)
+    ]
+    assert "main/0 conn=***" in logs
+    assert not any(secret in m for m in logs)
+    failure = result.failure_data_for_node("chatty")
+    assert failure is not None and failure.user_failure_data is not None
+    data = failure.user_failure_data
+    assert data.metadata["reason"].value == "failed"
+    assert data.metadata["exit_code"].value == 4
+    assert "exit code: 4" in (data.description or "")
+    assert secret not in (data.description or "")
+    assert all(secret not in str(v.value) for v in data.metadata.values())
