@@ -41,7 +41,6 @@ The same rules hold in every engine (the behaviour table is in ``docs/lifecycle.
 
 from __future__ import annotations
 
-import math
 import random
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -50,6 +49,7 @@ from typing import Literal
 from anylaunch.runner.lines import LineBuffer, format_line
 from anylaunch.runner.outcome import failure_summary
 from anylaunch.specs.api import AppState, AppStatus
+from anylaunch.specs.checks import check_seconds
 from anylaunch.specs.errors import InvalidSpecError
 from anylaunch.specs.secrets import Redactor
 
@@ -104,31 +104,6 @@ def is_permanent_error(exc: BaseException) -> bool:
     from anylaunch.specs.errors import UnknownSchedulerException
 
     return isinstance(exc, (InvalidSpecError, UnknownSchedulerException))
-
-
-def check_seconds(field_name: str, value: object, *, positive: bool) -> float:
-    """``value`` as float seconds if it is a finite number ``>= 0`` (``> 0`` if ``positive``),
-    else an InvalidSpecError naming ``field_name``.
-
-    >>> check_seconds("timeout", 5, positive=False)
-    5.0
-    >>> check_seconds("timeout", float("inf"), positive=False)
-    Traceback (most recent call last):
-    ...
-    anylaunch.specs.errors.InvalidSpecError: timeout=inf is invalid: must be a finite number of seconds >= 0. Fix: pass e.g. 30
-    """
-    bound = "> 0" if positive else ">= 0"
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, (int, float))
-        or not math.isfinite(value)
-        or value < 0
-        or (positive and value == 0)
-    ):
-        raise InvalidSpecError(
-            field_name, value, f"must be a finite number of seconds {bound}", "pass e.g. 30"
-        )
-    return float(value)
 
 
 def _check_optional(field_name: str, value: object, *, positive: bool = False) -> float | None:

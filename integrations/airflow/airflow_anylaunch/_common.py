@@ -46,7 +46,7 @@ def seconds(
     >>> seconds("poll_interval", -1)
     Traceback (most recent call last):
     ...
-    anylaunch.specs.errors.InvalidSpecError: poll_interval=-1 is invalid: must be a number of seconds >= 0 or a timedelta. Fix: pass e.g. 30 or timedelta(minutes=5)
+    anylaunch.specs.errors.InvalidSpecError: poll_interval=-1 is invalid: must be a finite number of seconds >= 0 or a timedelta. Fix: pass e.g. 30 or timedelta(minutes=5)
     """
     from anylaunch.specs.errors import InvalidSpecError
 
@@ -54,21 +54,14 @@ def seconds(
         return None
     if isinstance(value, timedelta):
         value = value.total_seconds()
-    bound = "> 0" if positive else ">= 0"
-    # `not value >= 0` also rejects NaN
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, (int, float))
-        or not value >= 0
-        or (positive and value == 0)
-    ):
+    from anylaunch.specs.checks import check_seconds
+
+    try:
+        return check_seconds(field, value, positive=positive)
+    except InvalidSpecError as e:
         raise InvalidSpecError(
-            field,
-            value,
-            f"must be a number of seconds {bound} or a timedelta",
-            "pass e.g. 30 or timedelta(minutes=5)",
-        )
-    return float(value)
+            field, value, f"{e.problem} or a timedelta", "pass e.g. 30 or timedelta(minutes=5)"
+        ) from None
 
 
 def interval(field: str, value: object) -> float:
@@ -125,35 +118,6 @@ def status_dict(handle: str, status: AppStatus | None) -> dict[str, Any]:
             "msg": "the scheduler has no record of it",
         }
     return {"app_handle": handle, **status.to_dict()}
-
-
-def failure_message(handle: str, status: AppStatus | None, tail: Iterable[str] = ()) -> str:
-    """Why the task failed: the app's end state, its message and its last log lines.
-
-    >>> from anylaunch.specs.api import AppState, AppStatus
-    >>> print(failure_message("local_cwd://s/x-1", AppStatus(AppState.FAILED, msg="exit 3"),
-    ...                       ["w/0 boom"]))
-    anylaunch app local_cwd://s/x-1 ended FAILED: exit 3
-    last log lines:
-      w/0 boom
-    """
-    from anylaunch.specs.api import NONE
-
-    if status is None:
-        text = (
-            f"anylaunch app {handle} does not exist (the scheduler has no record of it). "
-            "Fix: check the handle; finished apps may have been purged by the scheduler"
-        )
-    else:
-        text = f"anylaunch app {handle} ended {status.state.name}"
-        if status.msg:
-            text += f": {status.msg}"
-        if status.structured_error_msg and status.structured_error_msg != NONE:
-            text += f"\nerror: {status.structured_error_msg}"
-    lines = list(tail)
-    if lines:
-        text += "\nlast log lines:\n" + "\n".join(f"  {line}" for line in lines)
-    return text
 
 
 def cancel_app(handle: str) -> None:

@@ -22,3 +22,18 @@ class ResumableJobMixin:
         external_id = self.submit_job(context)  # type: ignore[attr-defined]
         self.poll_until_complete(external_id, context)  # type: ignore[attr-defined]
         return self.get_job_result(external_id, context)  # type: ignore[attr-defined]
+
+
+def mask_secret(value: str) -> None:
+    """Registers ``value`` with Airflow's own secrets masker (every Airflow log line then
+    masks it too), on Airflow 3 (``airflow.sdk.log``) or 2 (``airflow.utils.log``)."""
+    import importlib
+
+    for module in ("airflow.sdk.log", "airflow.utils.log.secrets_masker"):
+        try:
+            register = importlib.import_module(module).mask_secret
+        except (ImportError, AttributeError):
+            continue
+        register(value)
+        return
+    # no masker to tell: our own redactor still masks our lines

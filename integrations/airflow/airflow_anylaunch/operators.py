@@ -30,7 +30,6 @@ from airflow_anylaunch._common import (
     XCOM_UI_URL,
     LogFollower,
     cancel_app,
-    failure_message,
     interval,
     is_template,
     seconds,
@@ -45,6 +44,7 @@ if TYPE_CHECKING:
 
     from anylaunch.runner import Runner
     from anylaunch.specs.api import AppDef, AppDryRunInfo, AppStatus
+    from anylaunch.specs.secrets import Redactor
 else:
     try:
         from airflow.sdk import ResumableJobMixin
@@ -97,9 +97,14 @@ class AnylaunchOperator(ResumableJobMixin, BaseOperator):
         deferrable: wait in the triggerer (default: ``[operators] default_deferrable``)
         poll_interval: the most seconds between status polls (polls back off, jittered,
             from 0.1 s up to this)
-        startup_timeout: seconds (or timedelta) the app may take to be RUNNING; past it the
-            app is cancelled and the task fails. ``execution_timeout`` bounds the whole wait
-            the same way (the app is cancelled too)
+        startup_timeout: seconds (or timedelta) the app may take to start (RUNNING); past it
+            the app is cancelled and the task fails. ``execution_timeout`` bounds the whole
+            wait the same way (the app is cancelled too)
+        run_timeout: seconds (or timedelta) the app may run once started; past it the app is
+            cancelled and the task fails with ``AnylaunchAppTimeout``
+        secret_env_names: env names whose values are secret besides those matching the
+            built-in patterns (TOKEN, SECRET, PASS, PWD, KEY, CREDENTIAL, AUTH): masked in
+            the task log, in failures and in XCom
         on_kill_action: ``cancel`` (default) cancels the app when the task is killed (sync and
             deferred); ``keep`` leaves it running
         stream_logs: copy the app's log lines into the task log while waiting
@@ -150,6 +155,8 @@ class AnylaunchOperator(ResumableJobMixin, BaseOperator):
         deferrable: bool | None = None,
         poll_interval: float | timedelta = 10.0,
         startup_timeout: float | timedelta | None = None,
+        run_timeout: float | timedelta | None = None,
+        secret_env_names: Sequence[str] | None = None,
         on_kill_action: str = "cancel",
         stream_logs: bool = True,
         log_roles: Sequence[str] | None = None,
@@ -174,6 +181,8 @@ class AnylaunchOperator(ResumableJobMixin, BaseOperator):
         self.deferrable = deferrable
         self.poll_interval = interval("poll_interval", poll_interval)
         self.startup_timeout = seconds("startup_timeout", startup_timeout)
+        self.run_timeout = seconds("run_timeout", run_timeout)
+        self.secret_env_names = None if secret_env_names is None else list(secret_env_names)
         self.on_kill_action = on_kill_action
         self.stream_logs = stream_logs
         self.log_roles = None if log_roles is None else list(log_roles)
@@ -185,6 +194,7 @@ class AnylaunchOperator(ResumableJobMixin, BaseOperator):
         self._result: dict[str, Any] | None = None
         self._timed_out = False
         self._scheduler_cfg: tuple[str, dict[str, Any]] = ("", {})
+        self._redact: Redactor | None = None
 
     # --- validation ------------------------------------------------------------------------
 
@@ -276,6 +286,11 @@ class AnylaunchOperator(ResumableJobMixin, BaseOperator):
                 raise InvalidSpecError(
                     name, getattr(self, name), "must be a bool", "pass True or False"
                 )
+        names = self.secret_env_names
+        if names is not None and not all(isinstance(n, str) and n for n in names):
+            raise InvalidSpecError(
+                "secret_env_names", names, "must be env names", "e.g. ['DB_URL']"
+            )
         if self.log_roles is not None and not all(isinstance(r, str) for r in self.log_roles):
             raise InvalidSpecError(
                 "log_roles", self.log_roles, "must be role names", "e.g. ['trainer']"
@@ -417,10 +432,24 @@ class AnylaunchOperator(ResumableJobMixin, BaseOperator):
         ti = context["ti"]
         parent = f"airflow:{ti.dag_id}/{ti.run_id}/{ti.task_id}"
         info = self._dryrun(scheduler, cfg, parent)
-        self.log.info("anylaunch request for scheduler %s:\n%s", scheduler, info)
+        self._use_redactor(info._app)
+        self.log.info("anylaunch request for scheduler %s:\n%s", scheduler, self._mask(str(info)))
         handle = self._runner.schedule(info)
         self.log.info("launched anylaunch app %s", handle)
         return handle
+
+    def _use_redactor(self, app: AppDef | None) -> None:
+        """Masks the secret env values of ``app`` from now on, here and in Airflow's logs."""
+        from airflow_anylaunch._compat import mask_secret
+        from anylaunch.specs.secrets import app_redactor, secret_values
+
+        self._redact = app_redactor(app, self.secret_env_names or ())
+        for role in app.roles if app is not None else []:
+            for value in secret_values(role.env, self.secret_env_names or ()):
+                mask_secret(value)
+
+    def _mask(self, text: str) -> str:
+        return self._redact(text) if self._redact is not None else text
 
     def get_job_status(self, external_id: Any, context: Context) -> str:
         assert self._runner is not None
@@ -435,11 +464,15 @@ class AnylaunchOperator(ResumableJobMixin, BaseOperator):
 
     def _publish(self, context: Context, handle: str) -> AppStatus:
         """Pushes the handle and UI link to XCom (before any waiting) and returns the status."""
+        from anylaunch.runner.outcome import failure_summary
+
         assert self._runner is not None
         self._handle = handle
+        if self._redact is None:  # reattached: the app's env comes from its scheduler
+            self._use_redactor(self._runner.describe(handle))
         status = self._runner.status(handle)
         if status is None:
-            raise AnylaunchAppError(failure_message(handle, None), handle)
+            raise AnylaunchAppError(failure_summary(handle, None), handle)
         ti = context["ti"]
         ti.xcom_push(key=XCOM_APP_HANDLE, value=handle)
         ti.xcom_push(key=XCOM_UI_URL, value=status.ui_url)
@@ -467,41 +500,60 @@ class AnylaunchOperator(ResumableJobMixin, BaseOperator):
         return self._result
 
     def _wait(self, handle: str, status: AppStatus, follower: LogFollower) -> AppStatus:
+        """Drives the core lifecycle policy here (sync mode) until the app ended."""
         from airflow.sdk.exceptions import AirflowTaskTimeout
 
-        from anylaunch.runner import poll_intervals
-        from anylaunch.specs.api import AppState
+        from anylaunch.runner.outcome import failure_summary
+        from anylaunch.runner.watch import (
+            Done,
+            Poll,
+            PollError,
+            RunTimedOut,
+            StartupTimedOut,
+            WatchPolicy,
+        )
 
         assert self._runner is not None
-        intervals = poll_intervals(self.poll_interval)
-        deadline = None if self.startup_timeout is None else time.monotonic() + self.startup_timeout
-        started = False
+        policy = WatchPolicy(
+            self.poll_interval,
+            startup_timeout=self.startup_timeout,
+            run_timeout=self.run_timeout,
+            handle=handle,
+            option_names=("startup_timeout", "run_timeout"),
+        )
+        observation: AppStatus | PollError | None = status
         try:
             while True:
-                if self.stream_logs:
-                    for line in follower.poll(self._runner, handle, status, self.log.warning):
-                        self.log.info("%s", line)
-                if status.is_terminal():
-                    return status
-                started = started or status.state == AppState.RUNNING
-                now = time.monotonic()
-                if not started and deadline is not None and now >= deadline:
-                    self._timed_out = True
-                    cancel_app(handle)
-                    raise AnylaunchAppTimeout(
-                        f"anylaunch app {handle} was not RUNNING within startup_timeout="
-                        f"{self.startup_timeout:g}s (state {status.state.name}); it was cancelled",
-                        handle,
-                        status_dict(handle, status),
+                decision = policy.observe(observation, time.time())
+                last = policy.last_status
+                if self.stream_logs and last is not None:
+                    for line in follower.poll(self._runner, handle, last, self.log.warning):
+                        self.log.info("%s", self._mask(line))
+                if isinstance(decision, Done):
+                    return decision.status
+                if not isinstance(decision, Poll):
+                    if decision.cancel:
+                        self._timed_out = True  # on_kill need not cancel it again
+                        cancel_app(handle)
+                    text = failure_summary(
+                        handle, last, follower.tail, self._mask, headline=decision.message
                     )
-                delay = next(intervals)
-                if not started and deadline is not None:
-                    delay = min(delay, max(deadline - now, 0.0))
-                time.sleep(delay)
-                new = self._runner.status(handle)
-                if new is None:
-                    raise AnylaunchAppError(failure_message(handle, None, follower.tail), handle)
-                status = new
+                    result = status_dict(handle, last) if last is not None else None
+                    if isinstance(decision, (StartupTimedOut, RunTimedOut)):
+                        raise AnylaunchAppTimeout(text, handle, result)
+                    raise AnylaunchAppError(text, handle, result)
+                time.sleep(decision.after)
+                try:
+                    observation = self._runner.status(handle)
+                except Exception as e:  # the policy decides whether retrying can help
+                    observation = PollError(e)
+                    self.log.warning(
+                        "status of %s failed (%d/%d): %s",
+                        handle,
+                        policy.poll_errors + 1,
+                        policy.max_poll_errors,
+                        self._mask(str(e)),
+                    )
         except AirflowTaskTimeout:
             # execution_timeout: a timed-out wait never leaves the app running
             self._timed_out = True
@@ -514,7 +566,10 @@ class AnylaunchOperator(ResumableJobMixin, BaseOperator):
 
         result = status_dict(handle, status)
         if status.state != AppState.SUCCEEDED:
-            raise AnylaunchAppError(failure_message(handle, status, tail), handle, result)
+            from anylaunch.runner.outcome import failure_summary
+
+            text = failure_summary(handle, status, tail, self._mask)
+            raise AnylaunchAppError(text, handle, result)
         self.log.info("anylaunch app %s SUCCEEDED", handle)
         return result
 
@@ -522,7 +577,7 @@ class AnylaunchOperator(ResumableJobMixin, BaseOperator):
 
     def _defer(self, context: Context, handle: str, status: AppStatus) -> NoReturn:
         from airflow_anylaunch.triggers import AnylaunchAppTrigger
-        from anylaunch.specs.api import AppState
+        from anylaunch.runner.watch import has_started
 
         now = time.time()
         run_deadline = None
@@ -532,8 +587,15 @@ class AnylaunchOperator(ResumableJobMixin, BaseOperator):
             begin = start.timestamp() if start is not None else now
             run_deadline = begin + self.execution_timeout.total_seconds()
         startup_deadline = None
-        if self.startup_timeout is not None and status.state != AppState.RUNNING:
+        started = has_started(status.state)
+        if self.startup_timeout is not None and not started:
             startup_deadline = now + self.startup_timeout
+        run_timeout = self.run_timeout
+        if run_timeout is not None and started:
+            # already running: its run deadline is fixed now (and survives triggerer restarts)
+            ends = now + run_timeout
+            run_deadline = ends if run_deadline is None else min(run_deadline, ends)
+            run_timeout = None
         trigger = AnylaunchAppTrigger(
             app_handle=handle,
             poll_interval=self.poll_interval,
@@ -543,6 +605,8 @@ class AnylaunchOperator(ResumableJobMixin, BaseOperator):
             startup_deadline=startup_deadline,
             run_deadline=run_deadline,
             cancel_on_kill=self.on_kill_action == "cancel",
+            run_timeout=run_timeout,
+            secret_env_names=self.secret_env_names,
         )
         self.log.info("deferring: the triggerer waits for anylaunch app %s", handle)
         self._close_runner()

@@ -16,7 +16,6 @@ from airflow.sdk import BaseSensorOperator, PokeReturnValue, conf
 
 from airflow_anylaunch._common import (
     check_handle,
-    failure_message,
     is_template,
     status_dict,
 )
@@ -59,8 +58,13 @@ class AnylaunchAppSensor(BaseSensorOperator):
         self.app_handle = app_handle
         if deferrable is None:
             deferrable = conf.getboolean("operators", "default_deferrable", fallback=False)
-        self.deferrable = bool(deferrable)
-        self.stream_logs = bool(stream_logs)
+        for name, value in (("deferrable", deferrable), ("stream_logs", stream_logs)):
+            if not isinstance(value, bool):
+                from anylaunch.specs.errors import InvalidSpecError
+
+                raise InvalidSpecError(name, value, "must be True or False", "pass a bool")
+        self.deferrable = deferrable
+        self.stream_logs = stream_logs
 
     def _handle(self) -> str:
         from anylaunch.specs.errors import InvalidSpecError
@@ -72,19 +76,20 @@ class AnylaunchAppSensor(BaseSensorOperator):
 
     def poke(self, context: Context) -> bool | PokeReturnValue:
         from anylaunch.runner import get_runner
+        from anylaunch.runner.outcome import failure_summary
         from anylaunch.specs.api import AppState
 
         handle = self._handle()
         with get_runner() as runner:
             status = runner.status(handle)
         if status is None:
-            raise AnylaunchSensorError(failure_message(handle, None), handle)
+            raise AnylaunchSensorError(failure_summary(handle, None), handle)
         self.log.info("anylaunch app %s is %s", handle, status.state.name)
         if not status.is_terminal():
             return False
         result = status_dict(handle, status)
         if status.state != AppState.SUCCEEDED:
-            raise AnylaunchSensorError(failure_message(handle, status), handle, result)
+            raise AnylaunchSensorError(failure_summary(handle, status), handle, result)
         return PokeReturnValue(is_done=True, xcom_value=result)
 
     def execute(self, context: Context) -> Any:

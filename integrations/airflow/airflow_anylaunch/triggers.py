@@ -27,16 +27,24 @@ from airflow_anylaunch._common import (
     LogFollower,
     cancel_app,
     check_handle,
-    failure_message,
     interval,
     seconds,
     status_dict,
 )
 
 # imported with the module (the triggerer imports it once), never on the event loop later
-from anylaunch.runner import get_runner, poll_intervals
-from anylaunch.specs.api import AppState, parse_app_handle
-from anylaunch.specs.errors import UnknownSchedulerException
+from anylaunch.runner import get_runner
+from anylaunch.runner.outcome import failure_summary
+from anylaunch.runner.watch import (
+    DEFAULT_MAX_POLL_ERRORS,
+    Done,
+    Poll,
+    PollError,
+    WatchPolicy,
+)
+from anylaunch.specs.api import parse_app_handle
+from anylaunch.specs.errors import InvalidSpecError, UnknownSchedulerException
+from anylaunch.specs.secrets import Redactor, app_redactor
 
 if TYPE_CHECKING:
     from anylaunch.runner import Runner
@@ -46,8 +54,16 @@ __all__ = ["AnylaunchAppTrigger"]
 
 T = TypeVar("T")
 
+
+def _flag(field: str, value: object) -> bool:
+    """A boolean kwarg: a real bool (serialized kwargs always are), never a truthy string."""
+    if not isinstance(value, bool):
+        raise InvalidSpecError(field, value, "must be True or False", "pass a bool")
+    return value
+
+
 #: Consecutive failed status polls after which the trigger gives up (with an error event).
-MAX_POLL_ERRORS = 10
+MAX_POLL_ERRORS = DEFAULT_MAX_POLL_ERRORS
 
 
 class _StatusPoller:
@@ -187,7 +203,15 @@ class AnylaunchAppTrigger(BaseTrigger):
         run_deadline: epoch seconds by which the app must be done
         cancel_on_kill: cancel the app when a user kills the deferred task (``on_kill``); a
             triggerer restart never cancels
-        cancel_on_timeout: cancel the app when a deadline passes
+        cancel_on_timeout: cancel the app when a deadline passes (or the watch is lost)
+        run_timeout: seconds the app may run once the trigger sees it started (the operator
+            turns it into ``run_deadline`` when the app already runs at deferral)
+        max_poll_errors: consecutive failed status polls after which the trigger gives up
+        secret_env_names: env names whose values are masked besides the built-in patterns
+            (only names are serialized; the values come from the app's own description)
+
+    The lifecycle decisions are the core policy's (:class:`anylaunch.runner.watch.WatchPolicy`):
+    a trigger serialized by an older version (without the last three kwargs) resumes as it was.
     """
 
     def __init__(
@@ -202,18 +226,43 @@ class AnylaunchAppTrigger(BaseTrigger):
         run_deadline: float | None = None,
         cancel_on_kill: bool = True,
         cancel_on_timeout: bool = True,
+        run_timeout: float | None = None,
+        max_poll_errors: int = MAX_POLL_ERRORS,
+        secret_env_names: Sequence[str] | None = None,
     ) -> None:
         super().__init__()  # type: ignore[no-untyped-call]
         self.app_handle = check_handle("app_handle", app_handle)
         self.poll_interval = interval("poll_interval", poll_interval)
-        self.stream_logs = bool(stream_logs)
         self.log_roles = None if log_roles is None else [str(r) for r in log_roles]
-        self.log_replicas = None if log_replicas is None else [int(k) for k in log_replicas]
+        if log_replicas is not None and (
+            isinstance(log_replicas, (str, bytes))
+            or not all(
+                isinstance(k, int) and not isinstance(k, bool) and k >= 0 for k in log_replicas
+            )
+        ):
+            raise InvalidSpecError(
+                "log_replicas", log_replicas, "must be replica ids >= 0", "e.g. [0]"
+            )
+        self.log_replicas = None if log_replicas is None else list(log_replicas)
         self.log_positions = {str(k): int(v) for k, v in (log_positions or {}).items()}
         self.startup_deadline = seconds("startup_deadline", startup_deadline)
         self.run_deadline = seconds("run_deadline", run_deadline)
-        self.cancel_on_kill = bool(cancel_on_kill)
-        self.cancel_on_timeout = bool(cancel_on_timeout)
+        self.cancel_on_kill = _flag("cancel_on_kill", cancel_on_kill)
+        self.cancel_on_timeout = _flag("cancel_on_timeout", cancel_on_timeout)
+        self.stream_logs = _flag("stream_logs", stream_logs)
+        self.run_timeout = seconds("run_timeout", run_timeout)
+        if (
+            isinstance(max_poll_errors, bool)
+            or not isinstance(max_poll_errors, int)
+            or not 1 <= max_poll_errors <= 10_000
+        ):
+            raise InvalidSpecError(
+                "max_poll_errors", max_poll_errors, "must be a whole number 1-10000", "e.g. 10"
+            )
+        self.max_poll_errors = max_poll_errors
+        self.secret_env_names = (
+            None if secret_env_names is None else [str(n) for n in secret_env_names]
+        )
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
         """The classpath and JSON-friendly kwargs that rebuild this trigger."""
@@ -230,6 +279,9 @@ class AnylaunchAppTrigger(BaseTrigger):
                 "run_deadline": self.run_deadline,
                 "cancel_on_kill": self.cancel_on_kill,
                 "cancel_on_timeout": self.cancel_on_timeout,
+                "run_timeout": self.run_timeout,
+                "max_poll_errors": self.max_poll_errors,
+                "secret_env_names": self.secret_env_names,
             },
         )
 
@@ -253,6 +305,14 @@ class AnylaunchAppTrigger(BaseTrigger):
         self.log.warning("cancelling anylaunch app %s: %s", self.app_handle, why)
         await asyncio.to_thread(cancel_app, self.app_handle)
 
+    def _redactor(self, runner: Runner) -> Redactor:
+        """Masks the app's secret env values (read from its description, in the worker)."""
+        try:
+            app = runner.describe(self.app_handle)
+        except Exception:  # a scheduler that cannot describe: the names still mask nothing
+            return Redactor()
+        return app_redactor(app, self.secret_env_names or ())
+
     async def run(self) -> AsyncIterator[TriggerEvent]:
         backend, session, _ = parse_app_handle(self.app_handle)
         follower = LogFollower(self.log_positions, self.log_roles, self.log_replicas)
@@ -261,62 +321,58 @@ class AnylaunchAppTrigger(BaseTrigger):
         except Exception as e:
             yield self._event("error", None, f"cannot watch {self.app_handle}: {e}", follower)
             return
-        intervals = poll_intervals(self.poll_interval)
-        errors = 0
-        started = False
+        redact = await poller.call(functools.partial(self._redactor, poller.runner))
+        policy = WatchPolicy(
+            self.poll_interval,
+            run_timeout=self.run_timeout,
+            startup_deadline=self.startup_deadline,
+            run_deadline=self.run_deadline,
+            max_poll_errors=self.max_poll_errors,
+            cancel_on_timeout=self.cancel_on_timeout,
+            cancel_on_failure=self.cancel_on_timeout,
+            handle=self.app_handle,
+            option_names=("startup_timeout", "execution_timeout (or run_timeout)"),
+        )
         self.log.info("waiting for anylaunch app %s", self.app_handle)
         while True:
             try:
-                status = await poller.status(self.app_handle)
-                errors = 0
-            except Exception as e:  # a flaky backend: keep trying a while
-                errors += 1
+                observation: Any = await poller.status(self.app_handle)
+            except Exception as e:  # a flaky backend: the policy decides how long to retry
+                observation = PollError(e)
                 self.log.warning(
-                    "status of %s failed (%d/%d): %s", self.app_handle, errors, MAX_POLL_ERRORS, e
+                    "status of %s failed (%d/%d): %s",
+                    self.app_handle,
+                    policy.poll_errors + 1,
+                    policy.max_poll_errors,
+                    redact(str(e)),
                 )
-                if errors >= MAX_POLL_ERRORS:
-                    message = f"cannot get the status of {self.app_handle}: {e}"
-                    yield self._event("error", None, message, follower)
-                    return
-                await asyncio.sleep(next(intervals))
-                continue
-            if status is None:
-                message = failure_message(self.app_handle, None, follower.tail)
-                yield self._event("error", None, message, follower)
-                return
-            if self.stream_logs:
+            decision = policy.observe(observation, time.time())
+            status = policy.last_status
+            if self.stream_logs and status is not None and not isinstance(observation, PollError):
                 lines = await poller.call(
                     functools.partial(
                         follower.poll, poller.runner, self.app_handle, status, self.log.warning
                     )
                 )
                 for line in lines:
-                    self.log.info("%s", line)
-            if status.is_terminal():
-                ok = status.state == AppState.SUCCEEDED
-                message = "" if ok else failure_message(self.app_handle, status, follower.tail)
+                    self.log.info("%s", redact(line))
+            if isinstance(decision, Poll):
+                await asyncio.sleep(decision.after)
+                continue
+            tail = [redact(line) for line in follower.tail]
+            if isinstance(decision, Done):
+                ok = decision.succeeded
+                message = "" if ok else failure_summary(self.app_handle, status, tail, redact)
                 yield self._event("success" if ok else "failed", status, message, follower)
                 return
-            started = started or status.state == AppState.RUNNING
-            now = time.time()
-            why = None
-            if self.run_deadline is not None and now >= self.run_deadline:
-                why = f"execution timeout: not finished by the deadline (state {status.state.name})"
-            elif not started and self.startup_deadline is not None and now >= self.startup_deadline:
-                why = f"startup timeout: not RUNNING by the deadline (state {status.state.name})"
-            if why is not None:
-                if self.cancel_on_timeout:
-                    await self._cancel(why)
-                message = f"anylaunch app {self.app_handle}: {why}" + (
-                    "; it was cancelled" if self.cancel_on_timeout else ""
-                )
-                yield self._event("timeout", status, message, follower)
-                return
-            delay = next(intervals)
-            for deadline in (self.run_deadline, None if started else self.startup_deadline):
-                if deadline is not None:
-                    delay = min(delay, max(deadline - now, 0.0))
-            await asyncio.sleep(delay)
+            if decision.cancel:
+                await self._cancel(redact(decision.message))
+            message = failure_summary(
+                self.app_handle, status, tail, redact, headline=decision.message
+            )
+            kind = "error" if decision.kind == "lost" else "timeout"
+            yield self._event(kind, status, message, follower)
+            return
 
     async def on_kill(self) -> None:
         """A user killed the deferred task (Airflow >= 3.3): cancel the app unless told not to.

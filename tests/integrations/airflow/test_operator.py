@@ -154,7 +154,10 @@ def test_startup_timeout_cancels_an_app_that_is_not_running_in_time(
     dagrun = airflow.run(airflow.test_dag("operator_dags.py", "al_startup_timeout"))
     out = capfd.readouterr().out
     assert airflow.states(dagrun) == {"slow_start": "failed"}
-    match = re.search(r"anylaunch app (slurm://\S+) was not RUNNING within startup_timeout=3s", out)
+    match = re.search(
+        r"anylaunch app (slurm://\S+) did not start \(RUNNING\) within 3s.*Fix: raise startup_timeout",
+        out,
+    )
     assert match, out[-3000:]
     handle = match.group(1)
     with get_runner() as runner:
@@ -190,3 +193,61 @@ def test_bad_inputs_fail_at_execute_time_without_retries(
 def test_env_var_connection_is_not_needed_when_the_default_is_missing() -> None:
     # sanity check of the test environment itself: no anylaunch_default connection here
     assert "AIRFLOW_CONN_ANYLAUNCH_DEFAULT" not in os.environ
+
+
+@pytest.mark.parametrize("mode", ["sync", "deferred"])
+def test_one_record_per_line_and_no_secret_in_log_or_xcom(
+    airflow: Any,
+    apps: Callable[[], List[Any]],
+    capfd: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    mode: str,
+) -> None:
+    conn, token = "conn-string-5e1d0a", "tok-93c2aa7f"
+    monkeypatch.setenv("AL_TEST_CONN", conn)  # declared secret (secret_env_names)
+    monkeypatch.setenv("AL_TEST_TOKEN", token)  # secret by its name
+    dagrun = airflow.run(airflow.test_dag("operator_dags.py", f"al_lines_secrets_{mode}"))
+    out = capfd.readouterr().out
+    assert airflow.states(dagrun) == {"chatty": "failed"}
+    (app,) = apps()
+    assert app.state.name == "FAILED"
+    # exactly one task-log record per app line, in order
+    # the log records (the failure's "last log lines" quote the tail again, unprefixed)
+    records = [line for line in out.splitlines() if "[info" in line and "worker/0 line " in line]
+    numbers = [re.search(r"worker/0 line (\d+)\b", r) for r in records]
+    assert [m.group(1) if m else r for m, r in zip(numbers, records)] == [
+        str(i) for i in range(50)
+    ], records[:3]
+    assert "worker/0 conn=*** token=***" in out
+    assert "exit code: 4" in out
+    assert conn not in out and token not in out
+    assert conn not in json.dumps(airflow.xcoms(dagrun, "chatty"), default=str)
+
+
+@pytest.mark.parametrize("mode", ["sync", "deferred"])
+def test_run_timeout_cancels_the_app(
+    airflow: Any,
+    apps: Callable[[], List[Any]],
+    waiter: Callable[..., Any],
+    capfd: pytest.CaptureFixture[str],
+    mode: str,
+) -> None:
+    dagrun = airflow.run(airflow.test_dag("operator_dags.py", f"al_run_timeout_{mode}"))
+    out = capfd.readouterr().out
+    assert airflow.states(dagrun) == {"overrun": "failed"}
+    waiter("the app to be cancelled", lambda: apps()[0].state.name == "CANCELLED", timeout=30)
+    assert "AnylaunchAppTimeout" in out
+    assert "did not finish" in out  # within 2s, or by the deadline fixed at deferral
+
+
+def test_operator_flags_must_be_real_booleans() -> None:
+    from airflow_anylaunch.operators import AnylaunchOperator
+    from anylaunch.specs.errors import InvalidSpecError
+
+    for flag in ("deferrable", "stream_logs", "wait_for_completion"):
+        with pytest.raises(InvalidSpecError, match=flag):
+            AnylaunchOperator(task_id="t", component="utils.echo", **{flag: "no"})
+    with pytest.raises(InvalidSpecError, match="run_timeout"):
+        AnylaunchOperator(task_id="t", component="utils.echo", run_timeout=float("nan"))
+    with pytest.raises(InvalidSpecError, match="secret_env_names"):
+        AnylaunchOperator(task_id="t", component="utils.echo", secret_env_names=[""])

@@ -108,7 +108,7 @@ def test_trigger_reports_a_failed_and_an_unknown_app(state_dir: Any) -> None:
     assert "job/0 oops" in event["message"]
 
     gone = first_event(AnylaunchAppTrigger("local_cwd://anylaunch/never-1234", poll_interval=0.2))
-    assert gone["status"] == "error" and "does not exist" in gone["message"]
+    assert gone["status"] == "error" and "no longer exists" in gone["message"]
 
 
 def test_run_deadline_cancels_the_app(state_dir: Any, waiter: Callable[..., Any]) -> None:
@@ -119,7 +119,9 @@ def test_run_deadline_cancels_the_app(state_dir: Any, waiter: Callable[..., Any]
         AnylaunchAppTrigger(handle, poll_interval=0.2, run_deadline=time.time() + 1.5)
     )
     assert event["status"] == "timeout"
-    assert "execution timeout" in event["message"] and "it was cancelled" in event["message"]
+    assert "did not finish by its deadline" in event["message"]
+    assert "it is being cancelled" in event["message"]
+    assert "execution_timeout" in event["message"]  # the fix names Airflow's own option
     waiter("the app to be cancelled", lambda: state(handle) == "CANCELLED", timeout=30)
 
 
@@ -207,3 +209,45 @@ def test_cancel_on_kill_false_leaves_the_app_running(
     assert state(handle) == "RUNNING"
     with contextlib.suppress(Exception), get_runner() as runner:
         runner.cancel(handle)
+
+
+def test_a_trigger_serialized_by_the_previous_version_resumes(state_dir: Any) -> None:
+    """Kwargs as the previous version stored them (no run_timeout, max_poll_errors,
+    secret_env_names): an already-deferred task keeps resuming after the upgrade."""
+    from airflow_anylaunch.triggers import AnylaunchAppTrigger
+
+    handle = launch("print('still here', flush=True)")
+    old_kwargs = {
+        "app_handle": handle,
+        "poll_interval": 0.2,
+        "stream_logs": True,
+        "log_roles": None,
+        "log_replicas": None,
+        "log_positions": {},
+        "startup_deadline": None,
+        "run_deadline": time.time() + 120,
+        "cancel_on_kill": True,
+        "cancel_on_timeout": True,
+    }
+    event = first_event(AnylaunchAppTrigger(**old_kwargs))
+    assert event["status"] == "success"
+    assert event["log_tail"] == ["job/0 still here"]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "field"),
+    [
+        ({"stream_logs": "false"}, "stream_logs"),
+        ({"cancel_on_kill": "false"}, "cancel_on_kill"),
+        ({"log_replicas": ["x"]}, "log_replicas"),
+        ({"log_replicas": [-3]}, "log_replicas"),
+        ({"max_poll_errors": 0}, "max_poll_errors"),
+        ({"run_timeout": float("inf")}, "run_timeout"),
+    ],
+)
+def test_trigger_kwargs_are_checked(kwargs: Dict[str, Any], field: str) -> None:
+    from airflow_anylaunch.triggers import AnylaunchAppTrigger
+
+    with pytest.raises(InvalidSpecError) as err:
+        AnylaunchAppTrigger("local_cwd://s/app-1", **kwargs)
+    assert err.value.field == field

@@ -158,3 +158,45 @@ with DAG("al_bad_inputs", schedule=None, start_date=START, catchup=False):
         scheduler="local_cwd",
     )
     AnylaunchOperator(task_id="no_scheduler", component="utils.echo", anylaunch_conn_id=None)
+
+# --- the core lifecycle policy, driven by both wait modes ---------------------------------
+
+CHATTY_SECRET = """
+import os, sys
+for i in range(50):
+    print(f"line {i}", flush=True)
+print("conn=" + os.environ["CONN_STRING"], "token=" + os.environ["API_TOKEN"], flush=True)
+sys.exit(4)
+"""
+
+
+def secret_app(name: str) -> specs.AppDef:
+    import os
+
+    app = python_app(name, CHATTY_SECRET)
+    app.roles[0].env = {
+        "CONN_STRING": os.environ.get("AL_TEST_CONN", "unset"),
+        "API_TOKEN": os.environ.get("AL_TEST_TOKEN", "unset"),
+    }
+    return app
+
+
+for mode, deferrable in (("sync", False), ("deferred", True)):
+    with DAG(f"al_lines_secrets_{mode}", schedule=None, start_date=START, catchup=False):
+        AnylaunchOperator(
+            task_id="chatty",
+            app=lambda mode=mode: secret_app(f"chatty-{mode}"),
+            scheduler="local_cwd",
+            deferrable=deferrable,
+            poll_interval=0.3,
+            secret_env_names=["CONN_STRING"],
+        )
+    with DAG(f"al_run_timeout_{mode}", schedule=None, start_date=START, catchup=False):
+        AnylaunchOperator(
+            task_id="overrun",
+            app=python_app(f"overrun-{mode}", LONG),
+            scheduler="local_cwd",
+            deferrable=deferrable,
+            poll_interval=0.3,
+            run_timeout=2,
+        )
