@@ -14,6 +14,7 @@ from airflow.sdk.exceptions import AirflowException, AirflowFailException
 
 __all__ = [
     "AnylaunchAppError",
+    "AnylaunchAppLost",
     "AnylaunchAppTimeout",
     "AnylaunchInputError",
     "AnylaunchSensorError",
@@ -40,6 +41,11 @@ class AnylaunchAppError(AirflowException):
 class AnylaunchAppTimeout(AnylaunchAppError):
     """The app did not start (startup timeout) or finish (execution timeout) in time; it was
     cancelled."""
+
+
+class AnylaunchAppLost(AnylaunchAppError):
+    """The wait lost the app: it vanished (deleted, or purged by its scheduler), or its
+    scheduler kept failing (the app was cancelled, best effort, unless told to keep it)."""
 
 
 class AnylaunchInputError(AirflowFailException):

@@ -35,7 +35,12 @@ from airflow_anylaunch._common import (
     seconds,
     status_dict,
 )
-from airflow_anylaunch.exceptions import AnylaunchAppError, AnylaunchAppTimeout, AnylaunchInputError
+from airflow_anylaunch.exceptions import (
+    AnylaunchAppError,
+    AnylaunchAppLost,
+    AnylaunchAppTimeout,
+    AnylaunchInputError,
+)
 from airflow_anylaunch.links import AnylaunchAppLink
 
 if TYPE_CHECKING:
@@ -43,6 +48,7 @@ if TYPE_CHECKING:
     from airflow.sdk.definitions.context import Context
 
     from anylaunch.runner import Runner
+    from anylaunch.runner.watch import PollError
     from anylaunch.specs.api import AppDef, AppDryRunInfo, AppStatus
     from anylaunch.specs.secrets import Redactor
 else:
@@ -462,30 +468,44 @@ class AnylaunchOperator(ResumableJobMixin, BaseOperator):
     def is_job_succeeded(self, status: str) -> bool:
         return status == "SUCCEEDED"
 
-    def _publish(self, context: Context, handle: str) -> AppStatus:
-        """Pushes the handle and UI link to XCom (before any waiting) and returns the status."""
+    def _publish(self, context: Context, handle: str) -> AppStatus | PollError:
+        """Pushes the handle and UI link to XCom (before any waiting) and returns the first
+        observation of the app: its status, or the error of a failed status call (the wait
+        retries it, as the lifecycle policy says)."""
         from anylaunch.runner.outcome import failure_summary
+        from anylaunch.runner.watch import PollError
+        from anylaunch.specs.api import AppStatus
 
         assert self._runner is not None
         self._handle = handle
-        if self._redact is None:  # reattached: the app's env comes from its scheduler
-            self._use_redactor(self._runner.describe(handle))
-        status = self._runner.status(handle)
-        if status is None:
-            raise AnylaunchAppError(failure_summary(handle, None), handle)
         ti = context["ti"]
         ti.xcom_push(key=XCOM_APP_HANDLE, value=handle)
-        ti.xcom_push(key=XCOM_UI_URL, value=status.ui_url)
-        if status.ui_url:
-            self.log.info("anylaunch app %s UI: %s", handle, status.ui_url)
-        return status
+        observation: AppStatus | PollError | None
+        try:
+            if self._redact is None:  # reattached: the app's env comes from its scheduler
+                self._use_redactor(self._runner.describe(handle))
+            observation = self._runner.status(handle)
+        except Exception as e:
+            self.log.warning(
+                "status of %s failed (the wait retries): %s", handle, self._mask(str(e))
+            )
+            observation = PollError(e)
+        if observation is None:
+            raise AnylaunchAppLost(failure_summary(handle, None), handle)
+        ui_url = observation.ui_url if isinstance(observation, AppStatus) else None
+        ti.xcom_push(key=XCOM_UI_URL, value=ui_url)
+        if ui_url:
+            self.log.info("anylaunch app %s UI: %s", handle, ui_url)
+        return observation
 
     def poll_until_complete(self, external_id: Any, context: Context) -> None:
         """Waits for the app here, or defers to the trigger; raises if it did not succeed."""
+        from anylaunch.specs.api import AppStatus
+
         handle = str(external_id)
         status = self._publish(context, handle)
         if not self.wait_for_completion:
-            self._result = status_dict(handle, status)
+            self._result = status_dict(handle, status if isinstance(status, AppStatus) else None)
             return
         if self.deferrable:
             self._defer(context, handle, status)
@@ -494,12 +514,15 @@ class AnylaunchOperator(ResumableJobMixin, BaseOperator):
         self._result = self._finish(handle, final, list(follower.tail))
 
     def get_job_result(self, external_id: Any, context: Context) -> Any:
+        from anylaunch.specs.api import AppStatus
+
         if self._result is None:  # the app succeeded in an earlier try
             status = self._publish(context, str(external_id))
-            self._result = status_dict(str(external_id), status)
+            known = status if isinstance(status, AppStatus) else None
+            self._result = status_dict(str(external_id), known)
         return self._result
 
-    def _wait(self, handle: str, status: AppStatus, follower: LogFollower) -> AppStatus:
+    def _wait(self, handle: str, status: AppStatus | PollError, follower: LogFollower) -> AppStatus:
         """Drives the core lifecycle policy here (sync mode) until the app ended."""
         from airflow.sdk.exceptions import AirflowTaskTimeout
 
@@ -541,7 +564,7 @@ class AnylaunchOperator(ResumableJobMixin, BaseOperator):
                     result = status_dict(handle, last) if last is not None else None
                     if isinstance(decision, (StartupTimedOut, RunTimedOut)):
                         raise AnylaunchAppTimeout(text, handle, result)
-                    raise AnylaunchAppError(text, handle, result)
+                    raise AnylaunchAppLost(text, handle, result)
                 time.sleep(decision.after)
                 try:
                     observation = self._runner.status(handle)
@@ -575,9 +598,10 @@ class AnylaunchOperator(ResumableJobMixin, BaseOperator):
 
     # --- deferred mode ---------------------------------------------------------------------
 
-    def _defer(self, context: Context, handle: str, status: AppStatus) -> NoReturn:
+    def _defer(self, context: Context, handle: str, status: AppStatus | PollError) -> NoReturn:
         from airflow_anylaunch.triggers import AnylaunchAppTrigger
         from anylaunch.runner.watch import has_started
+        from anylaunch.specs.api import AppStatus
 
         now = time.time()
         run_deadline = None
@@ -587,7 +611,7 @@ class AnylaunchOperator(ResumableJobMixin, BaseOperator):
             begin = start.timestamp() if start is not None else now
             run_deadline = begin + self.execution_timeout.total_seconds()
         startup_deadline = None
-        started = has_started(status.state)
+        started = isinstance(status, AppStatus) and has_started(status.state)
         if self.startup_timeout is not None and not started:
             startup_deadline = now + self.startup_timeout
         run_timeout = self.run_timeout
@@ -624,6 +648,8 @@ class AnylaunchOperator(ResumableJobMixin, BaseOperator):
         message = event.get("message") or f"anylaunch app {handle}: trigger ended with {event!r}"
         if outcome == "timeout":
             raise AnylaunchAppTimeout(message, handle, app_status)
+        if outcome == "error":
+            raise AnylaunchAppLost(message, handle, app_status)
         raise AnylaunchAppError(message, handle, app_status)
 
     def resume_execution(

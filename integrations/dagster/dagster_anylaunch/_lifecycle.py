@@ -365,7 +365,7 @@ class AppWatch:
 
     def _record_launch(self, runner: Runner, handle: AppHandle) -> None:
         ui_url: str | None = None
-        with contextlib.suppress(AnylaunchError):
+        with contextlib.suppress(Exception):  # the link is a convenience: the wait polls anyway
             status = runner.status(handle)
             ui_url = status.ui_url if status is not None else None
         step_key = _step_key(self.context)
@@ -535,30 +535,39 @@ class AppWatch:
             )
 
     def _cancel(self, runner: Runner, handle: AppHandle, streams: _Streams) -> None:
-        """Cancels the app and waits (bounded) for it to end, logging what happened."""
+        """Cancels the app and waits (bounded) for it to end, logging what happened. A
+        status call that fails does not stop the cancel: the cancel goes out regardless."""
         try:
-            status = runner.status(handle)
-            if status is not None and status.is_terminal():
-                return
+            try:
+                status = runner.status(handle)
+            except Exception:  # the status API may be what failed: cancel anyway
+                status = None
+            else:
+                if status is None or status.is_terminal():
+                    return
             self.context.log.warning(f"step is ending: cancelling app {handle}")
             runner.cancel(handle)
             deadline = time.monotonic() + self.settings.cancel_timeout_s
             intervals = poll_intervals(min(1.0, self.settings.poll_interval_s), initial=0.05)
-            while status is not None and not status.is_terminal():
-                if time.monotonic() > deadline:
-                    self.context.log.error(
-                        f"app {handle} did not end within {self.settings.cancel_timeout_s:g}s "
-                        f"of cancelling (still {status.state.name}); check it with "
-                        f"`anylaunch status {handle}`"
-                    )
-                    return
+            while time.monotonic() < deadline:
                 streams.pump(next(intervals))
-                status = runner.status(handle)
+                try:
+                    status = runner.status(handle)
+                except Exception:
+                    continue
+                if status is None or status.is_terminal():
+                    break
+            else:
+                self.context.log.error(
+                    f"app {handle} did not end within {self.settings.cancel_timeout_s:g}s of "
+                    f"cancelling; check it with `anylaunch status {handle}`"
+                )
+                return
             streams.drain(min(2.0, self.settings.cancel_timeout_s))
             final = status.state.name if status is not None else "gone"
             self.context.log.warning(f"app {handle} ended {final} after cancel")
         except Exception as e:  # never hide why the step is ending
-            self.context.log.error(f"could not cancel app {handle}: {e}")
+            self.context.log.error(f"could not cancel app {handle}: {self.mask(str(e))}")
 
 
 def _replicas(app: AppDef) -> list[tuple[str, int]]:
