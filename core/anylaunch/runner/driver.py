@@ -11,13 +11,13 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from anylaunch.runner.watch import Decision, Poll, PollError, WatchPolicy
+from anylaunch.runner.watch import Decision, Done, Poll, PollError, WatchPolicy
 
 if TYPE_CHECKING:
     from anylaunch.runner.api import Runner
     from anylaunch.specs.api import AppStatus
 
-__all__ = ["drive"]
+__all__ = ["cancel_and_wait", "drive"]
 
 
 def drive(
@@ -62,3 +62,43 @@ def drive(
         if until_started and policy.started:
             return decision
         sleep(decision.after)
+
+
+def cancel_and_wait(
+    runner: Runner,
+    app_handle: str,
+    timeout_s: float,
+    *,
+    sleep: Callable[[float], None] = time.sleep,
+    clock: Callable[[], float] = time.time,
+) -> AppStatus | None:
+    """Cancels the app unless it already ended, then waits up to ``timeout_s`` for its end;
+    returns its last known status (None: the scheduler does not know it, or never answered).
+
+    The one cancel rule of every engine: a failing status call never stops the cancel from
+    going out (the status API may be what broke), and waiting afterwards tolerates errors.
+    ``sleep`` lets a caller do work (e.g. forward log lines) while it waits.
+
+    Raises:
+        Exception: only what the cancel call itself raised (the app may still run)
+    """
+    try:
+        status = runner.status(app_handle)
+    except Exception:  # cancel anyway: the control path may still work
+        status = None
+    else:
+        if status is None or status.is_terminal():
+            return status
+    runner.cancel(app_handle)
+    if timeout_s <= 0:
+        return status
+    policy = WatchPolicy(
+        min(1.0, max(timeout_s, 0.1)),
+        run_deadline=clock() + timeout_s,
+        cancel_on_timeout=False,
+        cancel_on_failure=False,
+        max_poll_errors=10_000,  # keep trying until the deadline
+        handle=app_handle,
+    )
+    decision = drive(runner, app_handle, policy, sleep=sleep, clock=clock)
+    return decision.status if isinstance(decision, Done) else policy.last_status

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import dagster as dg
 
-from anylaunch.runner import Runner, get_runner, poll_intervals
+from anylaunch.runner import Runner, get_runner
 from anylaunch.runner.lines import LineBuffer
 from anylaunch.runner.outcome import error_details, failure_summary
 from anylaunch.runner.watch import Done, Poll, PollError, WatchPolicy
@@ -535,39 +535,28 @@ class AppWatch:
             )
 
     def _cancel(self, runner: Runner, handle: AppHandle, streams: _Streams) -> None:
-        """Cancels the app and waits (bounded) for it to end, logging what happened. A
-        status call that fails does not stop the cancel: the cancel goes out regardless."""
+        """Cancels the app (the core cancel rule: a failing status call never stops the
+        cancel) and waits, bounded, for it to end while forwarding its last lines."""
+        from anylaunch.runner.driver import cancel_and_wait
+
         try:
-            try:
-                status = runner.status(handle)
-            except Exception:  # the status API may be what failed: cancel anyway
-                status = None
-            else:
-                if status is None or status.is_terminal():
-                    return
-            self.context.log.warning(f"step is ending: cancelling app {handle}")
-            runner.cancel(handle)
-            deadline = time.monotonic() + self.settings.cancel_timeout_s
-            intervals = poll_intervals(min(1.0, self.settings.poll_interval_s), initial=0.05)
-            while time.monotonic() < deadline:
-                streams.pump(next(intervals))
-                try:
-                    status = runner.status(handle)
-                except Exception:
-                    continue
-                if status is None or status.is_terminal():
-                    break
-            else:
-                self.context.log.error(
-                    f"app {handle} did not end within {self.settings.cancel_timeout_s:g}s of "
-                    f"cancelling; check it with `anylaunch status {handle}`"
-                )
-                return
-            streams.drain(min(2.0, self.settings.cancel_timeout_s))
-            final = status.state.name if status is not None else "gone"
-            self.context.log.warning(f"app {handle} ended {final} after cancel")
+            self.context.log.warning(f"step is ending: cancelling app {handle} unless it ended")
+            status = cancel_and_wait(
+                runner, handle, self.settings.cancel_timeout_s, sleep=streams.pump
+            )
         except Exception as e:  # never hide why the step is ending
             self.context.log.error(f"could not cancel app {handle}: {self.mask(str(e))}")
+            return
+        if status is not None and not status.is_terminal():
+            self.context.log.error(
+                f"app {handle} did not end within {self.settings.cancel_timeout_s:g}s of "
+                f"cancelling (still {status.state.name}); check it with "
+                f"`anylaunch status {handle}`"
+            )
+            return
+        streams.drain(min(2.0, self.settings.cancel_timeout_s))
+        final = status.state.name if status is not None else "gone"
+        self.context.log.warning(f"app {handle} ended {final}")
 
 
 def _replicas(app: AppDef) -> list[tuple[str, int]]:

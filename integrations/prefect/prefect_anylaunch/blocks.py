@@ -363,7 +363,10 @@ class AnylaunchJob(JobBlock[dict[str, Any]]):
                 self.logger.info("launched %s", handle)
                 _prefect.remember_launch(handle)
                 if self.create_artifacts:
-                    status = runner.status(handle)
+                    try:
+                        status = runner.status(handle)
+                    except Exception:  # the link is a convenience: the wait polls anyway
+                        status = None
                     if status is not None and status.ui_url:
                         _prefect.create_artifact(
                             "link",

@@ -14,7 +14,7 @@ from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 from prefect.context import TaskRunContext
 
-from anylaunch.runner import AppWaitTimeoutError, get_runner
+from anylaunch.runner import get_runner
 from anylaunch.specs.api import AppHandle, AppStatus, parse_app_handle
 from anylaunch.specs.errors import InvalidSpecError
 from prefect_anylaunch import _prefect
@@ -94,19 +94,13 @@ def stop_app(
     """
     job = job if job is not None else AnylaunchJob()
     log = logger if logger is not None else logging.getLogger(__name__)
+    from anylaunch.runner.driver import cancel_and_wait
+
     with job.runner() as runner:
-        status = runner.status(app_handle)
-        if status is None or status.is_terminal():
-            return status
-        log.warning("cancelling %s (it was %s)", app_handle, status.state.name)
-        runner.cancel(app_handle)
-        if wait_timeout_s <= 0:
-            return runner.status(app_handle)
-        try:
-            status = runner.wait(app_handle, wait_interval=1.0, timeout=wait_timeout_s)
-        except AppWaitTimeoutError:
+        log.warning("cancelling %s unless it ended", app_handle)
+        status = cancel_and_wait(runner, app_handle, wait_timeout_s)
+        if status is not None and not status.is_terminal():
             log.warning("%s did not stop within %gs", app_handle, wait_timeout_s)
-            return runner.status(app_handle)
     if status is not None:
         log.info("%s ended %s", app_handle, status.state.name)
         if job.create_artifacts:
