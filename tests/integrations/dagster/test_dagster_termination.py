@@ -66,7 +66,7 @@ def test_terminating_the_run_cancels_the_app(
     ended_at = next(
         i
         for i, e in enumerate(entries)
-        if e.dagster_event is None and "ended CANCELLED after cancel" in e.user_message
+        if e.dagster_event is None and "ended CANCELLED" in e.user_message
     )
     step_failed_at = next(
         i
