@@ -21,19 +21,13 @@ contacted: dry runs need neither the SDK nor an engine.
 
 from __future__ import annotations
 
-import codecs
 import contextlib
 import json
 import logging
 import os
-import re
-import shlex
-import signal
-import string
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 from anylaunch.schedulers.api import (
     DescribeAppResponse,
@@ -42,41 +36,72 @@ from anylaunch.schedulers.api import (
     Scheduler,
     Stream,
     split_lines,
-    split_lines_iterator,
 )
 from anylaunch.schedulers.dependencies import require_sdk
+from anylaunch.schedulers.docker_containers import (
+    _container_config,
+    _mounts,
+)
+from anylaunch.schedulers.docker_logs import follow_container_log, read_container_log
+from anylaunch.schedulers.docker_request import (
+    _APP_ID,
+    _IMAGE_REF,
+    _KIND_EVENT,
+    _KIND_REPLICA,
+    _T,
+    BACKEND,
+    DEFAULT_START_TIMEOUT_S,
+    LABEL_APP_ID,
+    LABEL_APP_NAME,
+    LABEL_CANCEL_GRACE,
+    LABEL_EVENT,
+    LABEL_EVENT_DATA,
+    LABEL_KIND,
+    LABEL_MAX_RETRIES,
+    LABEL_REPLICA_ID,
+    LABEL_RETRY_POLICY,
+    LABEL_ROLE,
+    LABEL_ROLE_INDEX,
+    LABEL_ROLE_SPEC,
+    LABEL_SESSION,
+    DockerAppRequest,
+    DockerContainerRequest,
+    DockerEngineUnavailableError,
+    DockerImageNotFoundError,
+    DockerOpts,
+    DockerSchedulerError,
+    _describe_exit,
+    _role_label,
+    format_request,
+    make_app_id,
+)
+from anylaunch.schedulers.docker_state import (
+    _Container,
+    _evaluate,
+    _Verdict,
+)
 from anylaunch.schedulers.shared import (
     RANK0_ENV,
-    aggregate_replica_states,
-    is_secret_env_name,
     role_from_record,
     role_record,
 )
 from anylaunch.specs.api import (
-    NONE,
     AppDef,
     AppDryRunInfo,
-    AppState,
-    BindMount,
-    DeviceMount,
     ReplicaStatus,
     RetryPolicy,
     Role,
     RoleStatus,
-    VolumeMount,
     macros,
     make_app_handle,
 )
 from anylaunch.specs.errors import (
-    AnylaunchError,
     InvalidRunConfigException,
     InvalidSpecError,
 )
 from anylaunch.specs.runopts import CfgVal, runopts
 from anylaunch.workspace.docker_workspace import (
     DockerWorkspaceMixin,
-    DockerWorkspaceOpts,
-    WorkspaceImageBuild,
     check_image_repo,
 )
 
@@ -96,436 +121,6 @@ __all__ = [
 ]
 
 log: logging.Logger = logging.getLogger(__name__)
-_T = TypeVar("_T")
-
-BACKEND = "local_docker"
-#: Seconds a container may stay created-but-not-started before it counts as failed (the
-#: launcher died between creating and starting it), and before an interrupted restart is
-#: finished by another process.
-DEFAULT_START_TIMEOUT_S = 30.0
-
-LABEL_APP_ID = "anylaunch.app-id"
-LABEL_APP_NAME = "anylaunch.app-name"
-LABEL_SESSION = "anylaunch.session"
-LABEL_KIND = "anylaunch.kind"  # "replica" or "event"
-LABEL_ROLE = "anylaunch.role"
-LABEL_ROLE_INDEX = "anylaunch.role-index"
-LABEL_REPLICA_ID = "anylaunch.replica-id"
-LABEL_ROLE_SPEC = "anylaunch.role-spec"
-LABEL_RETRY_POLICY = "anylaunch.retry-policy"
-LABEL_MAX_RETRIES = "anylaunch.max-retries"
-LABEL_CANCEL_GRACE = "anylaunch.cancel-grace-s"
-LABEL_EVENT = "anylaunch.event"  # "cancel", "retry" or "failed"
-LABEL_EVENT_DATA = "anylaunch.event-data"  # JSON
-
-_KIND_REPLICA = "replica"
-_KIND_EVENT = "event"
-_MAX_NAME = 24  # of the app-name part of an app id: container names stay DNS-label sized
-_ALPHABET = string.ascii_lowercase + string.digits
-_UNSAFE = re.compile(r"[^a-z0-9-]+")
-_APP_ID = re.compile(r"^[a-z0-9][a-z0-9-]*$")
-# [host[:port]/]path[:tag][@digest], or an image id
-_IMAGE_REF = re.compile(
-    r"^(?:[A-Za-z0-9.-]+(?::[0-9]+)?/)?[a-z0-9]+(?:[._-]+[a-z0-9]+)*"
-    r"(?:/[a-z0-9]+(?:[._-]+[a-z0-9]+)*)*(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?"
-    r"(?:@sha256:[0-9a-f]{64})?$|^(?:sha256:)?[0-9a-f]{12,64}$"
-)
-_VOLUME_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]+$")
-_EXITED = re.compile(r"^Exited \((-?\d+)\)")
-_TIME = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d+))?(Z|[+-]\d\d:\d\d)$")
-_POLL_MAX_S = 1.0
-
-
-class DockerSchedulerError(AnylaunchError):
-    """The local_docker scheduler could not do what was asked (the engine's reason is quoted)."""
-
-
-class DockerEngineUnavailableError(DockerSchedulerError):
-    """No Docker engine answers at ``DOCKER_HOST``."""
-
-
-class DockerImageNotFoundError(DockerSchedulerError):
-    """An image a role runs is not in the engine and could not be pulled."""
-
-
-@dataclass
-class DockerOpts(DockerWorkspaceOpts):
-    """Run options of the ``local_docker`` scheduler."""
-
-    copy_env: list[str] | None = None
-    """Glob patterns of this process's environment variables to copy into every replica, e.g. AWS_*,HF_TOKEN (the role's env and the env option win)."""
-
-    env: dict[str, str] | None = None
-    """Environment variables for every replica, e.g. LOGLEVEL:DEBUG (the role's env wins)."""
-
-    privileged: bool = False
-    """Run the containers privileged (all devices and capabilities of the host)."""
-
-    cancel_grace_s: float = 5.0
-    """Seconds between SIGTERM and SIGKILL when stopping containers (cancel, failure, retry)."""
-
-    init: bool = True
-    """Run the engine's init (docker-init) as PID 1: it forwards SIGTERM to the entrypoint, which as PID 1 would ignore it, and reaps zombies."""
-
-
-@dataclass
-class DockerContainerRequest:
-    """One replica: its container name and the engine's create body (``POST /containers/create``)."""
-
-    name: str
-    role: str
-    replica_id: int
-    #: the create body; not in repr: its Env may hold secrets
-    config: dict[str, Any] = field(repr=False)
-
-
-@dataclass
-class DockerAppRequest:
-    """The native request of ``local_docker``: a network, its containers, workspace builds."""
-
-    app_id: str
-    app_name: str
-    network: str
-    cancel_grace_s: float
-    containers: list[DockerContainerRequest]
-    workspace_builds: list[WorkspaceImageBuild] = field(default_factory=list)
-    #: labels of the per-app network
-    network_labels: dict[str, str] = field(default_factory=dict)
-
-    @property
-    def images(self) -> list[str]:
-        """The distinct images the containers run, in order."""
-        return list(dict.fromkeys(c.config["Image"] for c in self.containers))
-
-
-def make_app_id(app_name: str) -> str:
-    """Returns ``{app name as a DNS label}-{8 random lowercase alphanumerics}``.
-
-    >>> app_id = make_app_id("My Train_v2")
-    >>> app_id[:12], len(app_id)
-    ('my-train-v2-', 20)
-    """
-    import secrets  # not needed at import time
-
-    cleaned = _UNSAFE.sub("-", app_name.lower()).strip("-")[:_MAX_NAME].strip("-") or "app"
-    return f"{cleaned}-{''.join(secrets.choice(_ALPHABET) for _ in range(8))}"
-
-
-def _role_label(role_name: str) -> str:
-    """The role's part of container names (a DNS label; role names may hold ``_`` and ``.``)."""
-    return _UNSAFE.sub("-", role_name.lower()).strip("-") or "role"
-
-
-def _describe_exit(code: int, oom_killed: bool = False) -> str:
-    """Human form of a container's exit code.
-
-    >>> _describe_exit(3), _describe_exit(143), _describe_exit(137, oom_killed=True)
-    ('exit code 3', 'exit code 143 (SIGTERM)', 'exit code 137 (SIGKILL: out of memory)')
-    """
-    text = f"exit code {code}"
-    if 128 < code < 128 + 65:
-        try:
-            name = signal.Signals(code - 128).name
-        except ValueError:
-            name = f"signal {code - 128}"
-        text += f" ({name}{': out of memory' if oom_killed else ''})"
-    elif oom_killed:
-        text += " (out of memory)"
-    return text
-
-
-def _parse_time(value: str | None) -> float:
-    """Seconds since the epoch of an engine timestamp (RFC 3339, nanoseconds); 0 for none.
-
-    >>> _parse_time("2024-01-02T03:04:05.5Z"), _parse_time("0001-01-01T00:00:00Z")
-    (1704164645.5, 0.0)
-    """
-    import calendar
-
-    match = _TIME.match(value or "")
-    if match is None or match[1].startswith("0001-"):
-        return 0.0
-    seconds = calendar.timegm(time.strptime(match[1], "%Y-%m-%dT%H:%M:%S"))
-    if match[3] != "Z":
-        sign = 1 if match[3][0] == "+" else -1
-        seconds -= sign * (int(match[3][1:3]) * 3600 + int(match[3][4:6]) * 60)
-    return seconds + (int(match[2]) / 10 ** len(match[2]) if match[2] else 0.0)
-
-
-def _mask_env(env: Iterable[str]) -> str:
-    out = []
-    for item in env:
-        key, _, value = item.partition("=")
-        out.append(f"{key}={'***' if is_secret_env_name(key) else shlex.quote(value)}")
-    return " ".join(out)
-
-
-def format_request(request: DockerAppRequest) -> str:
-    """Readable form of a request: each container's command, env (secrets masked), limits,
-    mounts and ports, and the workspace build/push plan.
-
-    >>> config = {"Image": "busybox:latest", "Entrypoint": ["sh"], "Cmd": ["-c", "echo hi"],
-    ...           "Env": ["API_TOKEN=s3cr3t", "LR=0.1"], "HostConfig": {"NanoCpus": 10**9}}
-    >>> req = DockerAppRequest("x-1", "x", "x-1", 5.0,
-    ...                        [DockerContainerRequest("x-1-w-0", "w", 0, config)])
-    >>> print(format_request(req))
-    local_docker app x-1 (name: x) on network x-1
-      [w/0] container x-1-w-0, image busybox:latest
-          command: sh -c 'echo hi'
-          env: API_TOKEN=*** LR=0.1
-          limits: cpus=1
-    """
-    lines = [
-        f"local_docker app {request.app_id} (name: {request.app_name}) on network {request.network}"
-    ]
-    for build in request.workspace_builds:
-        for i, text in enumerate(build.summary().splitlines()):
-            lines.append(f"  {'workspace: ' if i == 0 else '           '}{text}")
-    for c in request.containers:
-        config, host = c.config, c.config.get("HostConfig", {})
-        lines.append(f"  [{c.role}/{c.replica_id}] container {c.name}, image {config['Image']}")
-        lines.append(f"      command: {shlex.join([*config['Entrypoint'], *config['Cmd']])}")
-        lines.append(f"      env: {_mask_env(config.get('Env', []))}")
-        limits = []
-        if host.get("NanoCpus"):
-            limits.append(f"cpus={host['NanoCpus'] / 1e9:g}")
-        if host.get("Memory"):
-            limits.append(f"memory={host['Memory'] >> 20}MiB")
-        for request_ in host.get("DeviceRequests") or []:
-            limits.append(f"gpus={request_['Count']}")
-        if host.get("Privileged"):
-            limits.append("privileged")
-        if limits:
-            lines.append(f"      limits: {' '.join(limits)}")
-        mounts = [
-            f"{m['Type']} {m['Source']}:{m['Target']}{' (ro)' if m.get('ReadOnly') else ''}"
-            for m in host.get("Mounts") or []
-        ]
-        mounts += [
-            f"device {d['PathOnHost']}:{d['PathInContainer']} ({d['CgroupPermissions']})"
-            for d in host.get("Devices") or []
-        ]
-        if mounts:
-            lines.append(f"      mounts: {', '.join(mounts)}")
-        if host.get("PortBindings"):
-            ports = ", ".join(f"{p} -> 127.0.0.1:(any free port)" for p in host["PortBindings"])
-            lines.append(f"      ports: {ports}")
-        policy = host.get("RestartPolicy") or {}
-        if policy.get("Name") == "on-failure":
-            lines.append(f"      restart: on failure, up to {policy['MaximumRetryCount']} times")
-    return "\n".join(lines)
-
-
-# ---------------------------------------------------------------------------------------------
-# The engine's view of an app
-# ---------------------------------------------------------------------------------------------
-
-
-@dataclass
-class _Container:
-    """What describe needs of one container (replica or event)."""
-
-    id: str
-    name: str
-    labels: dict[str, str]
-    status: str  # created, running, paused, restarting, removing, exited, dead
-    exit_code: int | None = None
-    oom_killed: bool = False
-    created: float = 0.0
-    started: float = 0.0
-    finished: float = 0.0
-    restart_count: int = 0
-    image_id: str = ""
-    #: published ports: ``{"8080/tcp": "127.0.0.1:49153"}``
-    ports: dict[str, str] = field(default_factory=dict)
-
-    @property
-    def kind(self) -> str:
-        return self.labels.get(LABEL_KIND, _KIND_REPLICA)
-
-    @property
-    def role(self) -> str:
-        return self.labels.get(LABEL_ROLE, "")
-
-    @property
-    def replica_id(self) -> int:
-        return int(self.labels.get(LABEL_REPLICA_ID, "0"))
-
-    @property
-    def role_index(self) -> int:
-        return int(self.labels.get(LABEL_ROLE_INDEX, "0"))
-
-    @property
-    def policy(self) -> RetryPolicy:
-        return RetryPolicy(self.labels.get(LABEL_RETRY_POLICY, RetryPolicy.APPLICATION.value))
-
-    @property
-    def max_retries(self) -> int:
-        return int(self.labels.get(LABEL_MAX_RETRIES, "0"))
-
-    @property
-    def event(self) -> str:
-        return self.labels.get(LABEL_EVENT, "")
-
-    @property
-    def data(self) -> dict[str, Any]:
-        try:
-            loaded = json.loads(self.labels.get(LABEL_EVENT_DATA, "{}"))
-        except ValueError:
-            return {}
-        return loaded if isinstance(loaded, dict) else {}
-
-    @property
-    def live(self) -> bool:
-        return self.status in ("running", "paused", "restarting")
-
-    @classmethod
-    def from_inspect(cls, attrs: Mapping[str, Any]) -> _Container:
-        state = attrs.get("State") or {}
-        return cls(
-            id=str(attrs["Id"]),
-            name=str(attrs.get("Name", "")).lstrip("/"),
-            labels=dict((attrs.get("Config") or {}).get("Labels") or {}),
-            status=str(state.get("Status", "")),
-            exit_code=state.get("ExitCode"),
-            oom_killed=bool(state.get("OOMKilled")),
-            created=_parse_time(attrs.get("Created")),
-            started=_parse_time(state.get("StartedAt")),
-            finished=_parse_time(state.get("FinishedAt")),
-            restart_count=int(attrs.get("RestartCount") or 0),
-            image_id=str(attrs.get("Image", "")),
-            ports={
-                port: f"{bound[0]['HostIp']}:{bound[0]['HostPort']}"
-                for port, bound in ((attrs.get("NetworkSettings") or {}).get("Ports") or {}).items()
-                if bound
-            },
-        )
-
-    @classmethod
-    def from_summary(cls, summary: Mapping[str, Any]) -> _Container:
-        """From a ``GET /containers/json`` entry (no start/finish times: ``list`` only)."""
-        match = _EXITED.match(str(summary.get("Status", "")))
-        names = summary.get("Names") or [""]
-        return cls(
-            id=str(summary["Id"]),
-            name=str(names[0]).lstrip("/"),
-            labels=dict(summary.get("Labels") or {}),
-            status=str(summary.get("State", "")),
-            exit_code=int(match[1]) if match else None,
-            created=float(summary.get("Created") or 0),
-            image_id=str(summary.get("ImageID", "")),
-        )
-
-
-@dataclass
-class _Verdict:
-    """The app's state as computed from its containers, and what must be done about it."""
-
-    state: AppState
-    replica_states: dict[str, AppState]  # by container id
-    num_restarts: int
-    msg: str = NONE
-    structured_error_msg: str = NONE
-    #: a failure that retries cover: restart these containers (trigger first in the data)
-    retry: tuple[_Container, list[_Container]] | None = None
-    #: a final failure to record (the failed container)
-    fail: _Container | None = None
-    #: containers to stop because the app is over (cancelled or failed)
-    stop: list[_Container] = field(default_factory=list)
-    #: containers a crashed restarter left stopped: start them
-    resume: list[_Container] = field(default_factory=list)
-
-
-def _evaluate(containers: Sequence[_Container], now: float, start_timeout: float) -> _Verdict:
-    """Computes the app's state from its containers (a pure function of the engine's view)."""
-    replicas = [c for c in containers if c.kind == _KIND_REPLICA]
-    events = [c for c in containers if c.kind == _KIND_EVENT]
-    cancelled = any(e.event == "cancel" for e in events)
-    failed_event = next((e for e in events if e.event == "failed"), None)
-    retries = [e for e in events if e.event == "retry"]
-    num_restarts = len(retries) + sum(r.restart_count for r in replicas)
-
-    def last_retry(r: _Container) -> _Container | None:
-        covering = [
-            e
-            for e in retries
-            if e.data.get("scope") == "app"
-            or (e.data.get("scope") == "role" and e.data.get("role") == r.role)
-        ]
-        return max(covering, key=lambda e: e.created, default=None)
-
-    states: dict[str, AppState] = {}
-    stale: list[_Container] = []  # stopped for a retry, not restarted yet
-    for r in replicas:
-        retry = last_retry(r)
-        if retry is not None and r.started and r.started < retry.created and not r.live:
-            stale.append(r)
-            states[r.id] = AppState.PENDING
-        elif r.status in ("running", "paused"):
-            states[r.id] = AppState.RUNNING
-        elif r.status == "restarting":
-            states[r.id] = AppState.PENDING  # the engine restarts it (REPLICA policy)
-        elif r.status == "created":
-            never = not r.started and now - r.created > start_timeout
-            states[r.id] = AppState.FAILED if never else AppState.PENDING
-        elif r.status in ("exited", "dead"):
-            states[r.id] = AppState.SUCCEEDED if r.exit_code == 0 else AppState.FAILED
-        else:  # "removing": being deleted
-            states[r.id] = AppState.CANCELLED
-
-    def verdict(state: AppState, **kwargs: Any) -> _Verdict:
-        return _Verdict(state, states, num_restarts, **kwargs)
-
-    live = [r for r in replicas if r.live]
-    if failed_event is not None:
-        data = failed_event.data
-        for r in replicas:
-            if r.id != data.get("container_id") and states[r.id] != AppState.SUCCEEDED:
-                states[r.id] = AppState.CANCELLED
-        return verdict(
-            AppState.FAILED,
-            msg=str(data.get("msg", "")) or NONE,
-            structured_error_msg=str(data.get("structured_error_msg", NONE)),
-            stop=live,
-        )
-    if replicas and all(s == AppState.SUCCEEDED for s in states.values()):
-        return verdict(AppState.SUCCEEDED)
-    if cancelled:
-        for r in replicas:
-            if states[r.id] != AppState.SUCCEEDED:
-                states[r.id] = AppState.CANCELLED
-        return verdict(AppState.CANCELLED, msg="cancelled by request", stop=live)
-
-    failed = [r for r in replicas if states[r.id] == AppState.FAILED]
-    if failed:
-        trigger = min(failed, key=lambda r: (r.finished or r.created, r.role_index, r.replica_id))
-        policy, scope = trigger.policy, "app"
-        group = list(replicas)
-        if policy == RetryPolicy.ROLE:
-            scope, group = "role", [r for r in replicas if r.role == trigger.role]
-        used = sum(
-            1
-            for e in retries
-            if e.data.get("scope") == scope
-            and (scope == "app" or e.data.get("role") == trigger.role)
-        )
-        if policy != RetryPolicy.REPLICA and used < trigger.max_retries:
-            return verdict(AppState.RUNNING, retry=(trigger, group))
-        return verdict(AppState.FAILED, fail=trigger)
-    resume = []
-    if stale:
-        started_retry = max((e.created for e in retries), default=now)
-        if now - started_retry > start_timeout:
-            resume = stale  # whoever started that retry died before finishing it
-    if stale:  # a retry in progress: the app runs on
-        return verdict(AppState.RUNNING, resume=resume)
-    # no retry or failure decision left to make: the generic rule of the replica states
-    return verdict(aggregate_replica_states(states.values()))
-
-
-# ---------------------------------------------------------------------------------------------
-# The scheduler
-# ---------------------------------------------------------------------------------------------
 
 
 class DockerScheduler(DockerWorkspaceMixin, Scheduler[Mapping[str, CfgVal]]):
@@ -1130,85 +725,15 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Mapping[str, CfgVal]]):
         }
         since_s = query.since.timestamp() if query.since is not None else None
         until_s = query.until.timestamp() if query.until is not None else None
-        if query.should_tail:
-            return self._follow(app_id, replica.id, want, since_s, until_s)
-        return self._read(replica.id, want, since_s, until_s)
-
-    def _read(
-        self, container_id: str, want: dict[str, bool], since: float | None, until: float | None
-    ) -> Iterable[str]:
-        docker = require_sdk("docker", extra="docker", scheduler=BACKEND)
-        kwargs: dict[str, Any] = dict(want)
-        if since is not None and since > 0:
-            kwargs["since"] = float(since)
-        if until is not None:
-            if until <= 0:
-                return []
-            kwargs["until"] = float(until)
-        try:
-            raw = self._client().api.logs(container_id, **kwargs)
-        except docker.errors.NotFound:
-            return []
-        return split_lines(raw.decode("utf-8", "replace"))
-
-    def _follow(
-        self,
-        app_id: str,
-        container_id: str,
-        want: dict[str, bool],
-        since: float | None,
-        until: float | None,
-    ) -> Iterator[str]:
-        """Follows a replica's log across reconnects and restarts until the app is over.
-
-        Lines come with the engine's timestamps, so a reconnect resumes after the last line
-        seen without repeating it.
-        """
-        docker = require_sdk("docker", extra="docker", scheduler=BACKEND)
-        import requests
-        import urllib3
-
-        transient = (OSError, requests.exceptions.RequestException, urllib3.exceptions.HTTPError)
         client = self._client()
-        last: tuple[str, float] | None = None  # (timestamp text, seconds) of the last line
-        delay = 0.05
-        while True:
-            start = since if last is None else last[1] - 1e-6
-            kwargs: dict[str, Any] = dict(want, stream=True, follow=True, timestamps=True)
-            if start is not None and start > 0:
-                kwargs["since"] = start
-            if until is not None and until > 0:
-                kwargs["until"] = float(until)
-            decoder = codecs.getincrementaldecoder("utf-8")("replace")
-            try:
-                chunks = client.api.logs(container_id, **kwargs)
-                for line in split_lines_iterator(decoder.decode(chunk) for chunk in chunks):
-                    stamp, _, text = line.partition(" ")
-                    seconds = _parse_time(stamp)
-                    if last is not None and (seconds, stamp) <= (last[1], last[0]):
-                        continue  # already yielded before a reconnect
-                    if until is not None and seconds > until:
-                        return
-                    last = (stamp, seconds)
-                    delay = 0.05
-                    yield text
-            except docker.errors.NotFound:
-                return  # the app was deleted
-            except transient as e:
-                log.debug("log stream of %s broke (%s); reconnecting", container_id, e)
-            if until is not None and time.time() > until + 1.0:
-                return
-            try:
-                attrs = client.api.inspect_container(container_id)
-            except docker.errors.NotFound:
-                return
-            running = (attrs.get("State") or {}).get("Status") in ("running", "restarting")
-            if not running:
+        if query.should_tail:
+
+            def over() -> bool:
                 desc = self.describe(app_id)
-                if desc is None or desc.state.is_terminal():
-                    return  # the stream ended after the container stopped: all lines are in
-            time.sleep(delay)
-            delay = min(delay * 2, _POLL_MAX_S)
+                return desc is None or desc.state.is_terminal()
+
+            return follow_container_log(client, replica.id, want, since_s, until_s, over)
+        return read_container_log(client, replica.id, want, since_s, until_s)
 
 
 def _in_parallel(fn: Callable[[_T], None], items: Sequence[_T]) -> None:
@@ -1227,123 +752,6 @@ def _in_parallel(fn: Callable[[_T], None], items: Sequence[_T]) -> None:
 
 def _engine_error(e: Exception) -> str:
     return str(getattr(e, "explanation", None) or e)
-
-
-def _mounts(role: Role) -> tuple[list[dict[str, Any]], list[dict[str, str]]]:
-    """The role's mounts as the engine's ``Mounts`` and ``Devices`` (checked on this host)."""
-    where = f"Role[{role.name}].mounts"
-    mounts: list[dict[str, Any]] = []
-    devices: list[dict[str, str]] = []
-    for m in role.mounts:
-        dst = m.dst_path
-        if not dst.startswith("/"):
-            raise InvalidSpecError(
-                where, dst, "the path in the container must be absolute", "start it with '/'"
-            )
-        if isinstance(m, BindMount):
-            src = os.path.abspath(os.path.expanduser(m.src_path))
-            if not os.path.exists(src):
-                raise InvalidSpecError(
-                    where,
-                    m.src_path,
-                    "the bind mount's host path does not exist",
-                    "create it, or mount an existing path",
-                )
-            mounts.append({"Type": "bind", "Source": src, "Target": dst, "ReadOnly": m.read_only})
-        elif isinstance(m, VolumeMount):
-            if not _VOLUME_NAME.match(m.src):
-                raise InvalidSpecError(
-                    where,
-                    m.src,
-                    "is not a volume name",
-                    "use letters, digits, '_', '.', '-' (a host path needs type=bind)",
-                )
-            mounts.append(
-                {"Type": "volume", "Source": m.src, "Target": dst, "ReadOnly": m.read_only}
-            )
-        elif isinstance(m, DeviceMount):
-            if not os.path.exists(m.src_path):
-                raise InvalidSpecError(
-                    where,
-                    m.src_path,
-                    "the device does not exist on this host",
-                    "mount an existing device",
-                )
-            devices.append(
-                {
-                    "PathOnHost": m.src_path,
-                    "PathInContainer": dst,
-                    "CgroupPermissions": m.permissions,
-                }
-            )
-    return mounts, devices
-
-
-def _container_config(
-    role: Role,
-    name: str,
-    network: str,
-    env: Mapping[str, str],
-    labels: Mapping[str, str],
-    mounts: list[dict[str, Any]],
-    devices: list[dict[str, str]],
-    opts: DockerOpts,
-) -> dict[str, Any]:
-    """The engine's create body for one replica (``role`` has its macros substituted)."""
-    for key, value in env.items():
-        if "\x00" in value:
-            raise InvalidSpecError(
-                f"Role[{role.name}].env[{key!r}]",
-                "<value>",
-                "contains a NUL byte, which no environment value can carry",
-                "remove the NUL byte",
-            )
-    host: dict[str, Any] = {
-        "NetworkMode": network,
-        "Privileged": bool(opts.privileged),
-        "Init": bool(opts.init),
-    }
-    resource = role.resource
-    if not resource.is_null():
-        if resource.cpu > 0:
-            host["NanoCpus"] = int(resource.cpu * 1_000_000_000)
-        if resource.memMB > 0:
-            host["Memory"] = int(resource.memMB) << 20
-        if resource.gpu > 0:
-            host["DeviceRequests"] = [
-                {
-                    "Driver": "",
-                    "Count": resource.gpu,
-                    "DeviceIDs": None,
-                    "Capabilities": [["gpu"]],
-                    "Options": {},
-                }
-            ]
-    if mounts:
-        host["Mounts"] = mounts
-    if devices:
-        host["Devices"] = devices
-    exposed: dict[str, dict[str, Any]] = {}
-    if role.port_map:
-        for port in role.port_map.values():
-            exposed[f"{port}/tcp"] = {}
-        # published on the loopback interface only, each to a free port the engine picks
-        host["PortBindings"] = {p: [{"HostIp": "127.0.0.1", "HostPort": ""}] for p in exposed}
-    if role.retry_policy == RetryPolicy.REPLICA and role.max_retries > 0:
-        host["RestartPolicy"] = {"Name": "on-failure", "MaximumRetryCount": role.max_retries}
-    config: dict[str, Any] = {
-        "Image": role.image,
-        "Entrypoint": [role.entrypoint],
-        "Cmd": list(role.args),
-        "Env": [f"{k}={v}" for k, v in env.items()],
-        "Labels": dict(labels),
-        "HostConfig": host,
-    }
-    if len(name) <= 63:
-        config["Hostname"] = name
-    if exposed:
-        config["ExposedPorts"] = exposed
-    return config
 
 
 def create_scheduler(session_name: str, **kwargs: Any) -> DockerScheduler:

@@ -552,7 +552,7 @@ def test_log_streams_windows_and_regex(scheduler: DockerScheduler, busybox_image
 
     # the window between the two bursts splits them
     stamped = scheduler._client().api.logs(f"{app_id}-a-0", timestamps=True).decode().splitlines()
-    from anylaunch.schedulers.docker_scheduler import _parse_time
+    from anylaunch.schedulers.docker_request import _parse_time
 
     first = _parse_time(stamped[0].split(" ")[0])
     middle = datetime.fromtimestamp(first + 0.75)

@@ -1,0 +1,242 @@
+"""How the containers of a ``local_docker`` app add up to its state, and what must be done about it (a pure function of the engine's view: retries, failures, resumes)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from anylaunch.schedulers.docker_request import (
+    _EXITED,
+    _KIND_EVENT,
+    _KIND_REPLICA,
+    LABEL_EVENT,
+    LABEL_EVENT_DATA,
+    LABEL_KIND,
+    LABEL_MAX_RETRIES,
+    LABEL_REPLICA_ID,
+    LABEL_RETRY_POLICY,
+    LABEL_ROLE,
+    LABEL_ROLE_INDEX,
+    _parse_time,
+)
+from anylaunch.schedulers.shared import (
+    aggregate_replica_states,
+)
+from anylaunch.specs.api import (
+    NONE,
+    AppState,
+    RetryPolicy,
+)
+
+# ---------------------------------------------------------------------------------------------
+# The engine's view of an app
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Container:
+    """What describe needs of one container (replica or event)."""
+
+    id: str
+    name: str
+    labels: dict[str, str]
+    status: str  # created, running, paused, restarting, removing, exited, dead
+    exit_code: int | None = None
+    oom_killed: bool = False
+    created: float = 0.0
+    started: float = 0.0
+    finished: float = 0.0
+    restart_count: int = 0
+    image_id: str = ""
+    #: published ports: ``{"8080/tcp": "127.0.0.1:49153"}``
+    ports: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def kind(self) -> str:
+        return self.labels.get(LABEL_KIND, _KIND_REPLICA)
+
+    @property
+    def role(self) -> str:
+        return self.labels.get(LABEL_ROLE, "")
+
+    @property
+    def replica_id(self) -> int:
+        return int(self.labels.get(LABEL_REPLICA_ID, "0"))
+
+    @property
+    def role_index(self) -> int:
+        return int(self.labels.get(LABEL_ROLE_INDEX, "0"))
+
+    @property
+    def policy(self) -> RetryPolicy:
+        return RetryPolicy(self.labels.get(LABEL_RETRY_POLICY, RetryPolicy.APPLICATION.value))
+
+    @property
+    def max_retries(self) -> int:
+        return int(self.labels.get(LABEL_MAX_RETRIES, "0"))
+
+    @property
+    def event(self) -> str:
+        return self.labels.get(LABEL_EVENT, "")
+
+    @property
+    def data(self) -> dict[str, Any]:
+        try:
+            loaded = json.loads(self.labels.get(LABEL_EVENT_DATA, "{}"))
+        except ValueError:
+            return {}
+        return loaded if isinstance(loaded, dict) else {}
+
+    @property
+    def live(self) -> bool:
+        return self.status in ("running", "paused", "restarting")
+
+    @classmethod
+    def from_inspect(cls, attrs: Mapping[str, Any]) -> _Container:
+        state = attrs.get("State") or {}
+        return cls(
+            id=str(attrs["Id"]),
+            name=str(attrs.get("Name", "")).lstrip("/"),
+            labels=dict((attrs.get("Config") or {}).get("Labels") or {}),
+            status=str(state.get("Status", "")),
+            exit_code=state.get("ExitCode"),
+            oom_killed=bool(state.get("OOMKilled")),
+            created=_parse_time(attrs.get("Created")),
+            started=_parse_time(state.get("StartedAt")),
+            finished=_parse_time(state.get("FinishedAt")),
+            restart_count=int(attrs.get("RestartCount") or 0),
+            image_id=str(attrs.get("Image", "")),
+            ports={
+                port: f"{bound[0]['HostIp']}:{bound[0]['HostPort']}"
+                for port, bound in ((attrs.get("NetworkSettings") or {}).get("Ports") or {}).items()
+                if bound
+            },
+        )
+
+    @classmethod
+    def from_summary(cls, summary: Mapping[str, Any]) -> _Container:
+        """From a ``GET /containers/json`` entry (no start/finish times: ``list`` only)."""
+        match = _EXITED.match(str(summary.get("Status", "")))
+        names = summary.get("Names") or [""]
+        return cls(
+            id=str(summary["Id"]),
+            name=str(names[0]).lstrip("/"),
+            labels=dict(summary.get("Labels") or {}),
+            status=str(summary.get("State", "")),
+            exit_code=int(match[1]) if match else None,
+            created=float(summary.get("Created") or 0),
+            image_id=str(summary.get("ImageID", "")),
+        )
+
+
+@dataclass
+class _Verdict:
+    """The app's state as computed from its containers, and what must be done about it."""
+
+    state: AppState
+    replica_states: dict[str, AppState]  # by container id
+    num_restarts: int
+    msg: str = NONE
+    structured_error_msg: str = NONE
+    #: a failure that retries cover: restart these containers (trigger first in the data)
+    retry: tuple[_Container, list[_Container]] | None = None
+    #: a final failure to record (the failed container)
+    fail: _Container | None = None
+    #: containers to stop because the app is over (cancelled or failed)
+    stop: list[_Container] = field(default_factory=list)
+    #: containers a crashed restarter left stopped: start them
+    resume: list[_Container] = field(default_factory=list)
+
+
+def _evaluate(containers: Sequence[_Container], now: float, start_timeout: float) -> _Verdict:
+    """Computes the app's state from its containers (a pure function of the engine's view)."""
+    replicas = [c for c in containers if c.kind == _KIND_REPLICA]
+    events = [c for c in containers if c.kind == _KIND_EVENT]
+    cancelled = any(e.event == "cancel" for e in events)
+    failed_event = next((e for e in events if e.event == "failed"), None)
+    retries = [e for e in events if e.event == "retry"]
+    num_restarts = len(retries) + sum(r.restart_count for r in replicas)
+
+    def last_retry(r: _Container) -> _Container | None:
+        covering = [
+            e
+            for e in retries
+            if e.data.get("scope") == "app"
+            or (e.data.get("scope") == "role" and e.data.get("role") == r.role)
+        ]
+        return max(covering, key=lambda e: e.created, default=None)
+
+    states: dict[str, AppState] = {}
+    stale: list[_Container] = []  # stopped for a retry, not restarted yet
+    for r in replicas:
+        retry = last_retry(r)
+        if retry is not None and r.started and r.started < retry.created and not r.live:
+            stale.append(r)
+            states[r.id] = AppState.PENDING
+        elif r.status in ("running", "paused"):
+            states[r.id] = AppState.RUNNING
+        elif r.status == "restarting":
+            states[r.id] = AppState.PENDING  # the engine restarts it (REPLICA policy)
+        elif r.status == "created":
+            never = not r.started and now - r.created > start_timeout
+            states[r.id] = AppState.FAILED if never else AppState.PENDING
+        elif r.status in ("exited", "dead"):
+            states[r.id] = AppState.SUCCEEDED if r.exit_code == 0 else AppState.FAILED
+        else:  # "removing": being deleted
+            states[r.id] = AppState.CANCELLED
+
+    def verdict(state: AppState, **kwargs: Any) -> _Verdict:
+        return _Verdict(state, states, num_restarts, **kwargs)
+
+    live = [r for r in replicas if r.live]
+    if failed_event is not None:
+        data = failed_event.data
+        for r in replicas:
+            if r.id != data.get("container_id") and states[r.id] != AppState.SUCCEEDED:
+                states[r.id] = AppState.CANCELLED
+        return verdict(
+            AppState.FAILED,
+            msg=str(data.get("msg", "")) or NONE,
+            structured_error_msg=str(data.get("structured_error_msg", NONE)),
+            stop=live,
+        )
+    if replicas and all(s == AppState.SUCCEEDED for s in states.values()):
+        return verdict(AppState.SUCCEEDED)
+    if cancelled:
+        for r in replicas:
+            if states[r.id] != AppState.SUCCEEDED:
+                states[r.id] = AppState.CANCELLED
+        return verdict(AppState.CANCELLED, msg="cancelled by request", stop=live)
+
+    failed = [r for r in replicas if states[r.id] == AppState.FAILED]
+    if failed:
+        trigger = min(failed, key=lambda r: (r.finished or r.created, r.role_index, r.replica_id))
+        policy, scope = trigger.policy, "app"
+        group = list(replicas)
+        if policy == RetryPolicy.ROLE:
+            scope, group = "role", [r for r in replicas if r.role == trigger.role]
+        used = sum(
+            1
+            for e in retries
+            if e.data.get("scope") == scope
+            and (scope == "app" or e.data.get("role") == trigger.role)
+        )
+        if policy != RetryPolicy.REPLICA and used < trigger.max_retries:
+            return verdict(AppState.RUNNING, retry=(trigger, group))
+        return verdict(AppState.FAILED, fail=trigger)
+    resume = []
+    if stale:
+        started_retry = max((e.created for e in retries), default=now)
+        if now - started_retry > start_timeout:
+            resume = stale  # whoever started that retry died before finishing it
+    if stale:  # a retry in progress: the app runs on
+        return verdict(AppState.RUNNING, resume=resume)
+    # no retry or failure decision left to make: the generic rule of the replica states
+    return verdict(aggregate_replica_states(states.values()))
+
+
+# ---------------------------------------------------------------------------------------------
+# The scheduler
+# ---------------------------------------------------------------------------------------------
