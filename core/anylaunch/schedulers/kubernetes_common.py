@@ -25,10 +25,8 @@ import abc
 import json
 import logging
 import re
-import secrets
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
@@ -46,30 +44,131 @@ from anylaunch.schedulers.kubernetes_client import (
     KubernetesSchedulerError,
     KubernetesValidationError,
 )
-from anylaunch.schedulers.shared import RANK0_ENV, aggregate_replica_states
+from anylaunch.schedulers.kubernetes_names import (
+    _CREATING_GRACE_S,
+    _SELECTOR_CHUNK,
+    ANNOTATION_CANCELLED,
+    ANNOTATION_STOPPED,
+    LABEL_APP_ID,
+    LABEL_MANAGED_BY,
+    LABEL_MODE,
+    LABEL_REPLICA_ID,
+    LABEL_ROLE,
+    LABEL_SCHEDULER,
+    MANAGED_BY,
+    POD_OVERLAY_BLOCKLIST,
+    RECORD_KEY,
+    KubernetesCommonOpts,
+    dns_label,
+    field_ref,
+    make_app_name,
+    parse_app_id,
+)
+from anylaunch.schedulers.kubernetes_names import (
+    _FIELD_REF as _FIELD_REF,
+)
+from anylaunch.schedulers.kubernetes_names import (
+    _NOT_DNS as _NOT_DNS,
+)
+from anylaunch.schedulers.kubernetes_names import (
+    _NOT_LABEL as _NOT_LABEL,
+)
+from anylaunch.schedulers.kubernetes_names import (
+    _PULL_POLICIES as _PULL_POLICIES,
+)
+from anylaunch.schedulers.kubernetes_names import (
+    _ROLE_CONTAINER_FIELDS as _ROLE_CONTAINER_FIELDS,
+)
+from anylaunch.schedulers.kubernetes_names import (
+    _SHM_VOLUME as _SHM_VOLUME,
+)
+from anylaunch.schedulers.kubernetes_names import (  # re-exported: the module's old public path
+    LABEL_APP_NAME as LABEL_APP_NAME,
+)
+from anylaunch.schedulers.kubernetes_names import (
+    LABEL_ROLE_INDEX as LABEL_ROLE_INDEX,
+)
+from anylaunch.schedulers.kubernetes_names import (
+    label_value as label_value,
+)
+from anylaunch.schedulers.kubernetes_names import (
+    opts_from_cfg as opts_from_cfg,
+)
+from anylaunch.schedulers.kubernetes_names import (
+    role_dns_names as role_dns_names,
+)
+from anylaunch.schedulers.kubernetes_pods import (  # re-exported: the module's old public path
+    PodOptions as PodOptions,
+)
+from anylaunch.schedulers.kubernetes_pods import (
+    _env_var as _env_var,
+)
+from anylaunch.schedulers.kubernetes_pods import (
+    apply_overlays as apply_overlays,
+)
+from anylaunch.schedulers.kubernetes_pods import (
+    apply_pod_overlays,
+    container_resources,
+    role_to_pod,
+)
+from anylaunch.schedulers.kubernetes_pods import (
+    port_name as port_name,
+)
+from anylaunch.schedulers.kubernetes_pods import (
+    replica_role as replica_role,
+)
+from anylaunch.schedulers.kubernetes_request import (
+    RANK0_IP_PLACEHOLDER,
+    KubernetesRequest,
+    format_request,
+)
+from anylaunch.schedulers.kubernetes_request import (  # re-exported: the module's old public path
+    _mask_env as _mask_env,
+)
+from anylaunch.schedulers.kubernetes_request import (
+    app_labels as app_labels,
+)
+from anylaunch.schedulers.kubernetes_request import (
+    record_configmap as record_configmap,
+)
+from anylaunch.schedulers.kubernetes_state import (  # re-exported: the module's old public path
+    _NORMAL_WAITING as _NORMAL_WAITING,
+)
+from anylaunch.schedulers.kubernetes_state import (
+    AppView,
+    ReplicaView,
+    app_state_of,
+    newest,
+    pending_reason,
+    pod_replica_state,
+)
+from anylaunch.schedulers.kubernetes_state import (
+    _replica_key as _replica_key,
+)
+from anylaunch.schedulers.kubernetes_state import (
+    _terminated_message as _terminated_message,
+)
+from anylaunch.schedulers.kubernetes_state import (
+    group_by_replica as group_by_replica,
+)
+from anylaunch.schedulers.shared import (
+    RANK0_ENV,
+    role_from_record,
+)
 from anylaunch.specs.api import (
     NONE,
-    AppDef,
     AppDryRunInfo,
     AppState,
-    BindMount,
-    DeviceMount,
     ReplicaStatus,
-    Resource,
-    RetryPolicy,
     Role,
     RoleStatus,
-    VolumeMount,
-    macros,
     make_app_handle,
 )
 from anylaunch.specs.errors import (
     AnylaunchError,
-    InvalidRunConfigException,
     InvalidSpecError,
 )
 from anylaunch.specs.runopts import CfgVal, runopts
-from anylaunch.specs.structured_opts import StructuredOpts
 from anylaunch.workspace.docker_workspace import DockerWorkspaceMixin
 
 __all__ = [
@@ -98,794 +197,6 @@ __all__ = [
 ]
 
 log: logging.Logger = logging.getLogger(__name__)
-
-LABEL_MANAGED_BY = "app.kubernetes.io/managed-by"
-LABEL_APP_ID = "anylaunch.io/app-id"
-LABEL_APP_NAME = "anylaunch.io/app-name"
-LABEL_SCHEDULER = "anylaunch.io/scheduler"
-LABEL_MODE = "anylaunch.io/mode"
-LABEL_ROLE = "anylaunch.io/role"
-LABEL_ROLE_INDEX = "anylaunch.io/role-index"
-LABEL_REPLICA_ID = "anylaunch.io/replica-id"
-ANNOTATION_CANCELLED = "anylaunch.io/cancelled"
-ANNOTATION_STOPPED = "anylaunch.io/stopped"
-MANAGED_BY = "anylaunch"
-RECORD_KEY = "app.json"
-
-#: Pod overlay fields anylaunch owns. The role's own container is checked after the overlay is
-#: applied (:func:`apply_pod_overlays`): its image, command, args and env come from the Role,
-#: while other containers (sidecars) may be added freely.
-POD_OVERLAY_BLOCKLIST = ["metadata.name", "metadata.namespace", "spec.restartPolicy"]
-_ROLE_CONTAINER_FIELDS = {
-    "image": "image",
-    "command": "entrypoint",
-    "args": "args",
-    "env": "env",
-    "name": "name",
-}
-_SHM_VOLUME = "dshm"
-_FIELD_REF = re.compile(r"\$\((fieldRef|resourceFieldRef):([A-Za-z0-9_.\[\]'/-]+)\)")
-_NOT_DNS = re.compile(r"[^a-z0-9-]+")
-_NOT_LABEL = re.compile(r"[^A-Za-z0-9_.-]+")
-_PULL_POLICIES = ("Always", "IfNotPresent", "Never")
-#: How long a record without its workload counts as "still being created".
-_CREATING_GRACE_S = 60.0
-#: How many app ids go into one ``in (...)`` label selector.
-_SELECTOR_CHUNK = 50
-
-
-# ---------------------------------------------------------------------------------------------
-# Names
-# ---------------------------------------------------------------------------------------------
-
-
-def dns_label(text: str, max_len: int = 63) -> str:
-    """A DNS-1123 label made from ``text``: lowercase letters, digits and inner ``-``.
-
-    >>> dns_label("My_Trainer.v2")
-    'my-trainer-v2'
-    >>> dns_label("__", 10)
-    'x'
-    """
-    label = _NOT_DNS.sub("-", text.lower()).strip("-")[:max_len].strip("-")
-    return label or "x"
-
-
-def label_value(text: str) -> str:
-    """A valid label value made from ``text`` (at most 63 characters).
-
-    >>> label_value("my app/v1")
-    'my-app-v1'
-    """
-    return _NOT_LABEL.sub("-", text)[:63].strip("-_.")
-
-
-def make_app_name(app_name: str) -> str:
-    """A unique object name for an app: a DNS-1035 label (starts with a letter), at most 30
-    characters so ``{name}-{role}-{replica}`` stays a valid label value.
-
-    >>> name = make_app_name("Train Job")
-    >>> name.startswith("train-job-") and len(name) == len("train-job-") + 6
-    True
-    >>> make_app_name("123")[:6]
-    'a-123-'
-    """
-    base = dns_label(app_name, 23)
-    if not base[0].isalpha():
-        base = dns_label(f"a-{base}", 23)
-    alphabet = "abcdefghijklmnopqrstuvwxyz0123456789"
-    suffix = "".join(secrets.choice(alphabet) for _ in range(6))
-    return f"{base}-{suffix}"
-
-
-def parse_app_id(app_id: str) -> tuple[str, str] | None:
-    """Splits ``{namespace}:{name}``; None if it is not of that form.
-
-    >>> parse_app_id("default:train-abc123")
-    ('default', 'train-abc123')
-    >>> parse_app_id("no-namespace") is None
-    True
-    """
-    if not isinstance(app_id, str):
-        return None
-    namespace, sep, name = app_id.partition(":")
-    if not sep or not namespace or not name or dns_label(name) != name:
-        return None
-    return namespace, name
-
-
-def role_dns_names(app: AppDef) -> list[str]:
-    """One DNS label per role (at most 20 characters), distinct within the app.
-
-    >>> from anylaunch.specs import AppDef, Role
-    >>> role_dns_names(AppDef("a", [Role("Trainer", "i"), Role("trainer_", "i")]))
-    ['trainer', 'trainer-1']
-    """
-    names: list[str] = []
-    for i, role in enumerate(app.roles):
-        name = dns_label(role.name, 20)
-        if name in names:
-            name = f"{dns_label(role.name, 14)}-{i}"
-        names.append(name)
-    return names
-
-
-def field_ref(path: str) -> str:
-    """An env value that the Kubernetes schedulers turn into a downward-API field reference.
-
-    >>> from anylaunch.specs import Role
-    >>> role = Role("w", "busybox", entrypoint="sh", env={"POD_IP": field_ref("status.podIP")})
-    >>> role.env["POD_IP"]
-    '$(fieldRef:status.podIP)'
-    """
-    value = f"$(fieldRef:{path})"
-    if not _FIELD_REF.fullmatch(value):
-        raise InvalidSpecError(
-            "field_ref(path)", path, "is not a field path", "e.g. 'status.podIP'"
-        )
-    return value
-
-
-# ---------------------------------------------------------------------------------------------
-# Run options
-# ---------------------------------------------------------------------------------------------
-
-
-@dataclass
-class KubernetesCommonOpts(StructuredOpts):
-    """Run options shared by the Kubernetes schedulers."""
-
-    namespace: str = "default"
-    """Namespace to create the app's objects in."""
-
-    service_account: str | None = None
-    """Service account the pods run as (default: the namespace's default account)."""
-
-    priority_class: str | None = None
-    """PriorityClass of the pods (must exist on the cluster)."""
-
-    image_pull_policy: str = "IfNotPresent"
-    """imagePullPolicy of the containers: Always, IfNotPresent or Never."""
-
-    validate_spec: bool = False
-    """Have the API server validate every object at dryrun (a server-side dry run; needs the cluster). Submission always validates first."""
-
-    reserved_millicpu: int = 100
-    """CPU (millicores) left to the node's daemons: subtracted from each pod's cpu request (the limit stays the full amount)."""
-
-    reserved_memmb: int = 1024
-    """Memory (MiB) left to the node's daemons: subtracted from each pod's memory request (the limit stays the full amount)."""
-
-    def check(self) -> None:
-        """Raises InvalidRunConfigException for values no cluster accepts."""
-        if dns_label(self.namespace) != self.namespace:
-            raise InvalidRunConfigException(
-                "namespace",
-                self.namespace,
-                "is not a DNS-1123 label",
-                "use lowercase letters, digits and '-', e.g. 'default'",
-            )
-        if self.image_pull_policy not in _PULL_POLICIES:
-            raise InvalidRunConfigException(
-                "image_pull_policy",
-                self.image_pull_policy,
-                f"is not one of {', '.join(_PULL_POLICIES)}",
-                "use IfNotPresent for images present on the nodes",
-            )
-        for name in ("reserved_millicpu", "reserved_memmb"):
-            if getattr(self, name) < 0:
-                raise InvalidRunConfigException(name, getattr(self, name), "must be >= 0", "e.g. 0")
-
-
-def opts_from_cfg(cls: type[KubernetesCommonOpts], cfg: Mapping[str, CfgVal]) -> Any:
-    """Parses the scheduler's own options from a resolved cfg (a workspace's are skipped)."""
-    known = cls.as_runopts()
-    opts = cls.from_cfg({k: v for k, v in cfg.items() if known.get(k) is not None})
-    opts.check()
-    return opts
-
-
-# ---------------------------------------------------------------------------------------------
-# Pods
-# ---------------------------------------------------------------------------------------------
-
-
-def container_resources(
-    resource: Resource, reserved_millicpu: int = 0, reserved_memmb: int = 0
-) -> dict[str, dict[str, str]]:
-    """Requests and limits for a Resource: limits are what the role asks for; requests leave
-    ``reserved_*`` to the node's daemons so a whole-node role still fits on the node.
-
-    >>> from anylaunch.specs import Resource
-    >>> container_resources(Resource(cpu=2, gpu=1, memMB=2048), 100, 1024)
-    {'limits': {'cpu': '2000m', 'memory': '2048Mi', 'nvidia.com/gpu': '1'}, 'requests': {'cpu': '1900m', 'memory': '1024Mi', 'nvidia.com/gpu': '1'}}
-    """
-    limits: dict[str, str] = {}
-    requests: dict[str, str] = {}
-    if resource.cpu > 0:
-        mcpu = resource.cpu * 1000
-        limits["cpu"] = f"{mcpu}m"
-        requests["cpu"] = f"{max(mcpu - reserved_millicpu, 0)}m"
-    if resource.memMB > 0:
-        limits["memory"] = f"{resource.memMB}Mi"
-        requests["memory"] = f"{max(resource.memMB - reserved_memmb, 0)}Mi"
-    if resource.gpu > 0:
-        limits["nvidia.com/gpu"] = requests["nvidia.com/gpu"] = str(resource.gpu)
-    for device, count in resource.devices.items():
-        if count > 0:  # extended resources: requests must equal limits
-            limits[device] = requests[device] = str(count)
-    out: dict[str, dict[str, str]] = {}
-    if limits:
-        out["limits"] = limits
-    if requests:
-        out["requests"] = requests
-    return out
-
-
-def _env_var(name: str, value: str, container: str) -> dict[str, Any]:
-    match = _FIELD_REF.fullmatch(value)
-    if match is None:
-        return {"name": name, "value": value}
-    kind, path = match.groups()
-    if kind == "fieldRef":
-        return {"name": name, "valueFrom": {"fieldRef": {"fieldPath": path}}}
-    return {
-        "name": name,
-        "valueFrom": {"resourceFieldRef": {"containerName": container, "resource": path}},
-    }
-
-
-def port_name(name: str) -> str:
-    # an IANA service name: <= 15 lowercase alphanumerics and '-', with a letter
-    port = dns_label(name, 15)
-    return port if any(c.isalpha() for c in port) else f"p-{port}"[:15]
-
-
-@dataclass
-class PodOptions:
-    """What every pod of an app shares (from the run options)."""
-
-    service_account: str | None = None
-    priority_class: str | None = None
-    image_pull_policy: str = "IfNotPresent"
-    reserved_millicpu: int = 0
-    reserved_memmb: int = 0
-    scheduler_name: str | None = None
-
-
-def role_to_pod(
-    role: Role,
-    *,
-    container: str,
-    labels: Mapping[str, str],
-    rank0_host: str | None,
-    options: PodOptions,
-    hostname: str | None = None,
-    subdomain: str | None = None,
-) -> dict[str, Any]:
-    """A Pod manifest (``apiVersion``/``kind``/``metadata``/``spec``) running one replica of a
-    role whose macros are already substituted.
-
-    ``rank0_host`` is the value of ``ANYLAUNCH_RANK0_HOST``; None means "this is rank 0": the
-    pod's own IP (downward API). Env values written as ``$(fieldRef:PATH)`` (see
-    :func:`field_ref`) become field references.
-
-    >>> from anylaunch.specs import Role, Resource
-    >>> role = Role("w", "busybox", entrypoint="echo", args=["hi"],
-    ...             resource=Resource(cpu=1, gpu=0, memMB=512))
-    >>> pod = role_to_pod(role, container="w", labels={"a": "b"}, rank0_host=None,
-    ...                   options=PodOptions())
-    >>> pod["spec"]["containers"][0]["command"], pod["spec"]["restartPolicy"]
-    (['echo', 'hi'], 'Never')
-    >>> pod["spec"]["containers"][0]["env"][0]
-    {'name': 'ANYLAUNCH_RANK0_HOST', 'valueFrom': {'fieldRef': {'fieldPath': 'status.podIP'}}}
-    """
-    env = dict(role.env)
-    env.setdefault("PYTHONUNBUFFERED", "1")  # lines reach the pod log as they are printed
-    env[RANK0_ENV] = rank0_host if rank0_host is not None else field_ref("status.podIP")
-    env_list = [_env_var(RANK0_ENV, env.pop(RANK0_ENV), container)]
-    env_list += [_env_var(k, v, container) for k, v in env.items()]
-
-    volumes: list[dict[str, Any]] = [{"name": _SHM_VOLUME, "emptyDir": {"medium": "Memory"}}]
-    mounts: list[dict[str, Any]] = [{"name": _SHM_VOLUME, "mountPath": "/dev/shm"}]
-    privileged = False
-    for i, mount in enumerate(role.mounts):
-        vol = f"mount-{i}"
-        if isinstance(mount, BindMount):
-            volumes.append({"name": vol, "hostPath": {"path": mount.src_path}})
-            mounts.append({"name": vol, "mountPath": mount.dst_path, "readOnly": mount.read_only})
-        elif isinstance(mount, VolumeMount):
-            claim = {"claimName": mount.src, "readOnly": mount.read_only}
-            volumes.append({"name": vol, "persistentVolumeClaim": claim})
-            mounts.append({"name": vol, "mountPath": mount.dst_path, "readOnly": mount.read_only})
-        elif isinstance(mount, DeviceMount):
-            # Kubernetes has no --device: a host device needs a privileged container
-            volumes.append({"name": vol, "hostPath": {"path": mount.src_path}})
-            mounts.append({"name": vol, "mountPath": mount.dst_path})
-            privileged = True
-
-    main: dict[str, Any] = {
-        "name": container,
-        "image": role.image,
-        "imagePullPolicy": options.image_pull_policy,
-        "command": [role.entrypoint, *role.args],
-        "env": env_list,
-        "resources": container_resources(
-            role.resource, options.reserved_millicpu, options.reserved_memmb
-        ),
-        "volumeMounts": mounts,
-    }
-    if role.port_map:
-        main["ports"] = [
-            {"name": port_name(name), "containerPort": port} for name, port in role.port_map.items()
-        ]
-    if privileged:
-        main["securityContext"] = {"privileged": True}
-
-    spec: dict[str, Any] = {
-        "restartPolicy": "Never",  # retries belong to the workload controller
-        "containers": [main],
-        "volumes": volumes,
-        "enableServiceLinks": False,  # no env var per Service in the namespace
-    }
-    if hostname:
-        spec["hostname"] = hostname
-    if subdomain:
-        spec["subdomain"] = subdomain
-    instance_type = role.resource.capabilities.get("node.kubernetes.io/instance-type")
-    if instance_type:
-        spec["nodeSelector"] = {"node.kubernetes.io/instance-type": str(instance_type)}
-    if options.service_account:
-        spec["serviceAccountName"] = options.service_account
-    if options.priority_class:
-        spec["priorityClassName"] = options.priority_class
-    if options.scheduler_name:
-        spec["schedulerName"] = options.scheduler_name
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"labels": dict(labels)},
-        "spec": spec,
-    }
-
-
-def replica_role(role: Role, app_id: str, replica_id: int) -> Role:
-    """The role with macros substituted for one replica (``img_root`` is empty in images)."""
-    values = macros.Values(
-        img_root="", app_id=app_id, replica_id=str(replica_id), rank0_env=RANK0_ENV
-    )
-    return values.apply(role)
-
-
-def apply_overlays(
-    base: dict[str, Any],
-    targets: Sequence[tuple[AppDef | Role, str]],
-    kind: str,
-    blocklist: list[str],
-    suggestion: str,
-) -> None:
-    """Applies ``get_overlay(target, namespace, kind)`` of each target in order, after checking
-    it against ``blocklist``."""
-    from anylaunch.specs.overlays import apply_overlay, get_overlay, validate_overlay
-
-    for target, namespace in targets:
-        overlay = get_overlay(target, namespace, kind)
-        if not overlay:
-            continue
-        validate_overlay(
-            overlay,
-            blocklist=blocklist,
-            overlay_name=f"{namespace}/{kind} overlay",
-            suggestion=suggestion,
-        )
-        apply_overlay(base, overlay)
-
-
-def apply_pod_overlays(
-    pod: dict[str, Any],
-    targets: Sequence[tuple[AppDef | Role, str]],
-    container: str,
-    pull_policy: str | None = None,
-) -> None:
-    """Applies the ``V1Pod`` overlays of ``targets`` to ``pod``; the role's container must come
-    out with the image, command, args and env the Role gave it. Containers an overlay adds
-    without an ``imagePullPolicy`` get ``pull_policy`` (the run option), like the role's.
-
-    >>> from anylaunch.specs import Role
-    >>> from anylaunch.specs.overlays import JOIN, set_overlay
-    >>> role = Role("w", "busybox", entrypoint="true")
-    >>> pod = role_to_pod(role, container="w", labels={}, rank0_host="h", options=PodOptions())
-    >>> set_overlay(role, "kubernetes", "V1Pod", {"spec": {JOIN("containers", on="name"): [
-    ...     {"name": "sidecar", "image": "proxy", "command": ["serve"]}]}})
-    >>> apply_pod_overlays(pod, [(role, "kubernetes")], "w")
-    >>> [c["name"] for c in pod["spec"]["containers"]]
-    ['w', 'sidecar']
-    >>> set_overlay(role, "kubernetes", "V1Pod", {"spec": {JOIN("containers", on="name"): [
-    ...     {"name": "w", "image": "other"}]}})
-    >>> apply_pod_overlays(pod, [(role, "kubernetes")], "w")
-    Traceback (most recent call last):
-    ...
-    anylaunch.specs.overlays.InvalidOverlayError: V1Pod overlay key='spec.containers[name=w].image' is invalid: the role's container gets its image from the Role and an overlay must not change it. Fix: set Role.image instead
-    """
-    import copy
-
-    from anylaunch.specs.overlays import InvalidOverlayError
-
-    def role_container() -> dict[str, Any] | None:
-        for c in pod.get("spec", {}).get("containers") or []:
-            if isinstance(c, dict) and c.get("name") == container:
-                return c
-        return None
-
-    main = role_container() or {}
-    before = {key: copy.deepcopy(main.get(key)) for key in _ROLE_CONTAINER_FIELDS}
-    apply_overlays(
-        pod,
-        targets,
-        "V1Pod",
-        POD_OVERLAY_BLOCKLIST,
-        "Role fields (image, entrypoint, args, env, resource, ...) set these",
-    )
-    after = role_container()
-    if after is None:
-        raise InvalidOverlayError(
-            "V1Pod overlay key",
-            f"spec.containers[name={container}]",
-            "the overlay removed or renamed the role's container",
-            "keep it (add sidecars with JOIN('containers', on='name'), not PUT)",
-        )
-    spec = pod.get("spec", {})
-    for c in (spec.get("containers") or []) + (spec.get("initContainers") or []):
-        if pull_policy and isinstance(c, dict) and "imagePullPolicy" not in c:
-            c["imagePullPolicy"] = pull_policy
-    for key, role_field in _ROLE_CONTAINER_FIELDS.items():
-        if after.get(key) != before[key]:
-            raise InvalidOverlayError(
-                "V1Pod overlay key",
-                f"spec.containers[name={container}].{key}",
-                f"the role's container gets its {key} from the Role and an overlay must not "
-                "change it",
-                f"set Role.{role_field} instead",
-            )
-
-
-def role_record(role: Role) -> dict[str, Any]:
-    """The role as JSON-friendly data (as given, before macros) for the app record; values of
-    secret-looking env vars are masked (describe never hands them out).
-
-    >>> role_record(Role("w", "img", entrypoint="x", env={"HF_TOKEN": "t", "LR": "1"}))["env"]
-    {'HF_TOKEN': '***', 'LR': '1'}
-    """
-    from anylaunch.schedulers.shared import is_secret_env_name
-
-    mounts: list[dict[str, Any]] = []
-    for mount in role.mounts:
-        kind = {BindMount: "bind", VolumeMount: "volume", DeviceMount: "device"}[type(mount)]
-        mounts.append({"type": kind, **asdict(mount)})
-    return {
-        "name": role.name,
-        "image": role.image,
-        "entrypoint": role.entrypoint,
-        "args": list(role.args),
-        "env": {k: "***" if is_secret_env_name(k) else v for k, v in role.env.items()},
-        "num_replicas": role.num_replicas,
-        "min_replicas": role.min_replicas,
-        "max_retries": role.max_retries,
-        "retry_policy": role.retry_policy.value,
-        "resource": {
-            "cpu": role.resource.cpu,
-            "gpu": role.resource.gpu,
-            "memMB": role.resource.memMB,
-            "capabilities": dict(role.resource.capabilities),
-            "devices": dict(role.resource.devices),
-        },
-        "port_map": dict(role.port_map),
-        "mounts": mounts,
-    }
-
-
-def role_from_record(data: Mapping[str, Any]) -> Role:
-    """Inverse of :func:`role_record`."""
-    mount_types: dict[str, Any] = {"bind": BindMount, "volume": VolumeMount, "device": DeviceMount}
-    mounts = [
-        mount_types[m["type"]](**{k: v for k, v in m.items() if k != "type"})
-        for m in data.get("mounts", [])
-    ]
-    return Role(
-        name=data["name"],
-        image=data["image"],
-        entrypoint=data["entrypoint"],
-        args=list(data["args"]),
-        env=dict(data["env"]),
-        num_replicas=int(data["num_replicas"]),
-        min_replicas=data.get("min_replicas"),
-        max_retries=int(data["max_retries"]),
-        retry_policy=RetryPolicy(data["retry_policy"]),
-        resource=Resource(**data["resource"]),
-        port_map=dict(data.get("port_map", {})),
-        mounts=mounts,
-    )
-
-
-# ---------------------------------------------------------------------------------------------
-# The request
-# ---------------------------------------------------------------------------------------------
-
-
-@dataclass
-class KubernetesRequest:
-    """The native request of the Kubernetes schedulers: the objects to create, in order.
-
-    ``objects[0]`` is the app record (a ConfigMap). ``embedded_objects`` are the objects a
-    custom resource (Volcano Job, AppWrapper) will create (pods, services, ...): each is
-    validated by its own API before submission, since a CRD's schema does not check them. With ``rank0_pod_ip`` the objects after ``rank0_index``
-    hold :data:`RANK0_IP_PLACEHOLDER` until ``schedule`` learns the rank-0 pod's IP.
-    """
-
-    scheduler: str
-    mode: str
-    namespace: str
-    name: str
-    objects: list[dict[str, Any]]
-    embedded_objects: list[dict[str, Any]] = field(default_factory=list)
-    rank0_pod_ip: bool = False
-    rank0_index: int = 0
-    rank0_timeout: float = 300.0
-    #: Docker workspace images to build (and push to ``image_repo``) before submission.
-    workspace_builds: list[Any] = field(default_factory=list)
-
-    @property
-    def app_id(self) -> str:
-        """``{namespace}:{name}``."""
-        return f"{self.namespace}:{self.name}"
-
-    def __str__(self) -> str:
-        return format_request(self)
-
-    __repr__ = __str__
-
-
-#: The rank-0 host of the non-rank-0 replicas with ``rank0_host=pod_ip``, until known.
-RANK0_IP_PLACEHOLDER = "<rank-0 pod IP: set at submission>"
-
-
-def _mask_env(obj: Any) -> None:
-    """Replaces the values of secret-looking env vars in every container found in ``obj``."""
-    from anylaunch.schedulers.shared import is_secret_env_name
-
-    if isinstance(obj, dict):
-        env = obj.get("env")
-        if isinstance(env, list) and "image" in obj:
-            for var in env:
-                if isinstance(var, dict) and "value" in var and is_secret_env_name(var["name"]):
-                    var["value"] = "***"
-        for value in obj.values():
-            _mask_env(value)
-    elif isinstance(obj, list):
-        for item in obj:
-            _mask_env(item)
-
-
-def format_request(request: KubernetesRequest) -> str:
-    """The objects as a multi-document YAML stream, secret-looking env values masked.
-
-    >>> req = KubernetesRequest("kubernetes", "jobs", "default", "a-1", objects=[
-    ...     {"kind": "Pod", "spec": {"containers": [{"image": "i", "env": [
-    ...         {"name": "API_TOKEN", "value": "s3cr3t"}]}]}}])
-    >>> print(format_request(req))
-    # kubernetes app default:a-1 (mode: jobs), 1 object(s)
-    kind: Pod
-    spec:
-      containers:
-      - image: i
-        env:
-        - name: API_TOKEN
-          value: '***'
-    """
-    import copy
-
-    import yaml
-
-    objects = copy.deepcopy(request.objects)
-    _mask_env(objects)
-    header = (
-        f"# {request.scheduler} app {request.app_id} (mode: {request.mode}), "
-        f"{len(objects)} object(s)"
-    )
-    for build in request.workspace_builds:
-        header += f"\n# workspace: {build.summary()}"
-    dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)  # libyaml: ~20x faster
-    body = yaml.dump_all(objects, Dumper=dumper, sort_keys=False, default_flow_style=False)
-    return f"{header}\n{body}".rstrip("\n")
-
-
-def record_configmap(
-    app: AppDef,
-    *,
-    scheduler: str,
-    mode: str,
-    namespace: str,
-    name: str,
-    session: str,
-    labels: Mapping[str, str],
-) -> dict[str, Any]:
-    """The app record: a ConfigMap with the roles (as given) and how the app was submitted."""
-    data = {
-        "name": app.name,
-        "session": session,
-        "scheduler": scheduler,
-        "mode": mode,
-        "created": time.time(),
-        "roles": [role_record(role) for role in app.roles],
-        "role_labels": dict(zip([r.name for r in app.roles], role_dns_names(app), strict=True)),
-    }
-    return {
-        "apiVersion": "v1",
-        "kind": "ConfigMap",
-        "metadata": {"name": name, "namespace": namespace, "labels": dict(labels)},
-        "data": {RECORD_KEY: json.dumps(data, sort_keys=True)},
-    }
-
-
-def app_labels(scheduler: str, mode: str, name: str, app_name: str) -> dict[str, str]:
-    """Labels every object of an app carries."""
-    labels = {
-        LABEL_MANAGED_BY: MANAGED_BY,
-        LABEL_SCHEDULER: scheduler,
-        LABEL_MODE: mode,
-        LABEL_APP_ID: name,
-    }
-    value = label_value(app_name)
-    if value:
-        labels[LABEL_APP_NAME] = value
-    return labels
-
-
-# ---------------------------------------------------------------------------------------------
-# Pod status
-# ---------------------------------------------------------------------------------------------
-
-#: Waiting reasons that are just progress, not problems.
-_NORMAL_WAITING = {"ContainerCreating", "PodInitializing"}
-
-
-def _terminated_message(pod: Mapping[str, Any]) -> str:
-    """``exit code N (Reason): message`` of the pod's first failed container, or ``""``."""
-    statuses = pod.get("status", {}).get("containerStatuses") or []
-    for status in statuses:
-        term = (status.get("state") or {}).get("terminated") or (status.get("lastState") or {}).get(
-            "terminated"
-        )
-        if term and term.get("exitCode", 0) != 0:
-            text = f"exit code {term.get('exitCode')}"
-            if term.get("reason"):
-                text += f" ({term['reason']})"
-            if term.get("message"):
-                text += f": {term['message'].strip()}"
-            return text
-    return ""
-
-
-def pending_reason(pod: Mapping[str, Any]) -> str:
-    """Why a pod is not running yet: unschedulable, image pull errors, ... (``""`` if none).
-
-    >>> pending_reason({"status": {"conditions": [{"type": "PodScheduled", "status": "False",
-    ...     "reason": "Unschedulable", "message": "0/1 nodes are available: 1 Insufficient cpu."}]}})
-    'Unschedulable: 0/1 nodes are available: 1 Insufficient cpu.'
-    """
-    status = pod.get("status", {})
-    for cond in status.get("conditions") or []:
-        if cond.get("type") == "PodScheduled" and cond.get("status") == "False":
-            return f"{cond.get('reason', 'Unschedulable')}: {cond.get('message', '')}".strip()
-    for container in (status.get("initContainerStatuses") or []) + (
-        status.get("containerStatuses") or []
-    ):
-        waiting = (container.get("state") or {}).get("waiting")
-        if waiting and waiting.get("reason") not in _NORMAL_WAITING:
-            message = waiting.get("message", "")
-            return f"{waiting.get('reason')}: {message}".strip().rstrip(":")
-    if status.get("reason"):
-        return f"{status['reason']}: {status.get('message', '')}".strip().rstrip(":")
-    return ""
-
-
-def pod_replica_state(pod: Mapping[str, Any]) -> tuple[AppState, str]:
-    """The replica state a pod shows, and a message (pending reason or exit code).
-
-    >>> pod_replica_state({"status": {"phase": "Failed", "containerStatuses": [
-    ...     {"state": {"terminated": {"exitCode": 3, "reason": "Error"}}}]}})
-    (<AppState.FAILED: 5>, 'exit code 3 (Error)')
-    >>> pod_replica_state({"status": {"phase": "Running"}})
-    (<AppState.RUNNING: 3>, '')
-    """
-    status = pod.get("status", {})
-    phase = status.get("phase", "Pending")
-    if phase == "Pending":
-        return AppState.PENDING, pending_reason(pod)
-    if phase == "Running":
-        return AppState.RUNNING, ""
-    if phase == "Succeeded":
-        return AppState.SUCCEEDED, ""
-    if phase == "Failed":
-        reason = _terminated_message(pod)
-        if not reason and status.get("reason"):
-            reason = f"{status['reason']}: {status.get('message', '')}".strip().rstrip(":")
-        return AppState.FAILED, reason
-    return AppState.UNKNOWN, status.get("message", "")
-
-
-def newest(objects: Iterable[Mapping[str, Any]]) -> Mapping[str, Any] | None:
-    """The most recently created object (by creationTimestamp, then name)."""
-    best: Mapping[str, Any] | None = None
-    for obj in objects:
-        meta = obj.get("metadata", {})
-        key = (meta.get("creationTimestamp", ""), meta.get("name", ""))
-        if best is None or key >= (
-            best["metadata"].get("creationTimestamp", ""),
-            best["metadata"].get("name", ""),
-        ):
-            best = obj
-    return best
-
-
-def _replica_key(obj: Mapping[str, Any]) -> tuple[str, int] | None:
-    labels = obj.get("metadata", {}).get("labels") or {}
-    try:
-        return labels[LABEL_ROLE], int(labels[LABEL_REPLICA_ID])
-    except (KeyError, ValueError):
-        return None
-
-
-def group_by_replica(
-    objects: Iterable[Mapping[str, Any]],
-) -> dict[tuple[str, int], list[Mapping[str, Any]]]:
-    """Objects keyed by (role label, replica id)."""
-    groups: dict[tuple[str, int], list[Mapping[str, Any]]] = {}
-    for obj in objects:
-        key = _replica_key(obj)
-        if key is not None:
-            groups.setdefault(key, []).append(obj)
-    return groups
-
-
-def app_state_of(states: Sequence[AppState]) -> AppState:
-    """An app's state from its replicas' (:func:`aggregate_replica_states`), except that an app
-    whose replicas have no pods yet is SUBMITTED: the API server took it, nothing runs yet.
-
-    >>> app_state_of([AppState.SUCCEEDED, AppState.RUNNING])
-    <AppState.RUNNING: 3>
-    >>> app_state_of([])
-    <AppState.SUBMITTED: 1>
-    """
-    if not states:
-        return AppState.SUBMITTED
-    return aggregate_replica_states(states)
-
-
-@dataclass
-class ReplicaView:
-    """One replica as described: state, message, pod name and restarts."""
-
-    role: str
-    replica_id: int
-    state: AppState
-    msg: str = ""
-    pod: str = ""
-    restarts: int = 0
-
-
-@dataclass
-class AppView:
-    """What one describe round trip learned about an app."""
-
-    record: dict[str, Any]
-    workloads: list[dict[str, Any]] = field(default_factory=list)
-    pods: list[dict[str, Any]] = field(default_factory=list)
-
-
-# ---------------------------------------------------------------------------------------------
-# Base scheduler
-# ---------------------------------------------------------------------------------------------
 
 
 def _record_data(record: Mapping[str, Any]) -> dict[str, Any]:

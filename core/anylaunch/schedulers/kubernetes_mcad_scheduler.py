@@ -38,30 +38,38 @@ from dataclasses import dataclass
 from typing import Any
 
 from anylaunch.schedulers.kubernetes_common import (
+    KubeClient,
+    KubernetesSchedulerBase,
+)
+from anylaunch.schedulers.kubernetes_names import (
     LABEL_APP_ID,
     LABEL_REPLICA_ID,
     LABEL_ROLE,
     LABEL_ROLE_INDEX,
-    AppView,
-    KubeClient,
     KubernetesCommonOpts,
-    KubernetesRequest,
-    KubernetesSchedulerBase,
+    make_app_name,
+    opts_from_cfg,
+    role_dns_names,
+)
+from anylaunch.schedulers.kubernetes_pods import (
     PodOptions,
-    ReplicaView,
-    app_labels,
     apply_overlays,
     apply_pod_overlays,
-    group_by_replica,
-    make_app_name,
-    newest,
-    opts_from_cfg,
-    pod_replica_state,
     port_name,
-    record_configmap,
     replica_role,
-    role_dns_names,
     role_to_pod,
+)
+from anylaunch.schedulers.kubernetes_request import (
+    KubernetesRequest,
+    app_labels,
+    record_configmap,
+)
+from anylaunch.schedulers.kubernetes_state import (
+    AppView,
+    ReplicaView,
+    group_by_replica,
+    newest,
+    pod_replica_state,
 )
 from anylaunch.specs.api import AppDef, AppDryRunInfo, AppState, Role
 from anylaunch.specs.errors import InvalidRunConfigException

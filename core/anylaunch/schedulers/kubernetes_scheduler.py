@@ -47,32 +47,40 @@ from dataclasses import dataclass
 from typing import Any
 
 from anylaunch.schedulers.kubernetes_common import (
+    KubeClient,
+    KubernetesSchedulerBase,
+    utc_now,
+)
+from anylaunch.schedulers.kubernetes_names import (
     ANNOTATION_STOPPED,
     LABEL_REPLICA_ID,
     LABEL_ROLE,
     LABEL_ROLE_INDEX,
-    RANK0_IP_PLACEHOLDER,
-    AppView,
-    KubeClient,
     KubernetesCommonOpts,
-    KubernetesRequest,
-    KubernetesSchedulerBase,
+    make_app_name,
+    opts_from_cfg,
+    role_dns_names,
+)
+from anylaunch.schedulers.kubernetes_pods import (
     PodOptions,
-    ReplicaView,
-    app_labels,
     apply_overlays,
     apply_pod_overlays,
-    group_by_replica,
-    make_app_name,
-    newest,
-    opts_from_cfg,
-    pod_replica_state,
     port_name,
-    record_configmap,
     replica_role,
-    role_dns_names,
     role_to_pod,
-    utc_now,
+)
+from anylaunch.schedulers.kubernetes_request import (
+    RANK0_IP_PLACEHOLDER,
+    KubernetesRequest,
+    app_labels,
+    record_configmap,
+)
+from anylaunch.schedulers.kubernetes_state import (
+    AppView,
+    ReplicaView,
+    group_by_replica,
+    newest,
+    pod_replica_state,
 )
 from anylaunch.specs.api import AppDef, AppDryRunInfo, AppState, RetryPolicy, Role
 from anylaunch.specs.errors import InvalidRunConfigException

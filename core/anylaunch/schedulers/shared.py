@@ -97,24 +97,31 @@ def aggregate_replica_states(states: Iterable[AppState]) -> AppState:
     return AppState.UNKNOWN
 
 
-def role_record(role: Role) -> dict[str, Any]:
+def role_record(role: Role, mask_secrets: bool = False) -> dict[str, Any]:
     """The plain-data record of a role that a backend keeps with the app (labels, a
     ConfigMap, a state file) to describe it later: the same form everywhere,
-    ``anylaunch.specs.serialize``'s.
+    ``anylaunch.specs.serialize``'s. With ``mask_secrets`` (a record others can read, such as
+    a ConfigMap) secret env values are stored as ``***``.
 
     >>> from anylaunch.specs.api import Role
     >>> record = role_record(Role("w", image="img", entrypoint="echo", args=["hi"]))
     >>> record["name"], record["args"], role_from_record(record).args
     ('w', ['hi'], ['hi'])
+    >>> role_record(Role("w", image="i", entrypoint="e", env={"HF_TOKEN": "t"}), True)["env"]
+    {'HF_TOKEN': '***'}
     """
     from anylaunch.specs.serialize import role_to_dict
 
-    return role_to_dict(role)
+    record = role_to_dict(role)
+    if mask_secrets:
+        record["env"] = mask_env(record["env"])
+    return record
 
 
 def role_from_record(record: Mapping[str, Any]) -> Role:
-    """The role back from :func:`role_record` (also reads the older local/docker record form,
-    whose ``retry_policy`` is the policy's value and ``resource`` holds cpu/gpu/memMB only)."""
+    """The role back from :func:`role_record` (also reads the older record forms of
+    local_cwd, local_docker and kubernetes, whose ``retry_policy`` is the policy's value and
+    whose ``resource`` holds fewer keys)."""
     from anylaunch.specs.serialize import role_from_dict
 
     return role_from_dict(record)
