@@ -16,12 +16,10 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from anylaunch.schedulers.slurm_request import _APP_ID, _REPLICA_ID, _shell_word
 from anylaunch.schedulers.slurm_scheduler import (
-    _APP_ID,
-    _REPLICA_ID,
     SlurmBatchRequest,
     SlurmScheduler,
-    _shell_word,
     create_scheduler,
 )
 from anylaunch.specs import AppDef, BindMount, Resource, Role, macros
