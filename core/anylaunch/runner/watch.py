@@ -185,22 +185,23 @@ class Done:
 
 
 @dataclass(frozen=True)
-class StartupTimedOut:
-    """The app did not start (RUNNING) by the startup deadline."""
-
+class _TimedOut:
     status: AppStatus
     cancel: bool
     message: str = field(default="", repr=False)
+
+
+@dataclass(frozen=True)
+class StartupTimedOut(_TimedOut):
+    """The app did not start (RUNNING) by the startup deadline."""
+
     kind: Literal["startup_timeout"] = field(default="startup_timeout", repr=False)
 
 
 @dataclass(frozen=True)
-class RunTimedOut:
+class RunTimedOut(_TimedOut):
     """The app did not finish by the run deadline."""
 
-    status: AppStatus
-    cancel: bool
-    message: str = field(default="", repr=False)
     kind: Literal["run_timeout"] = field(default="run_timeout", repr=False)
 
 

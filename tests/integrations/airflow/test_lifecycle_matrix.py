@@ -10,9 +10,8 @@ import pytest
 from tests.integrations.lifecycle.matrix import (
     SCENARIOS,
     check,
-    install_plugin,
+    prepare,
     scenario_run,
-    set_faults,
 )
 from tests.schedulers.slurm.cluster import slurm_cluster as slurm_cluster  # a fixture
 
@@ -43,11 +42,7 @@ def test_airflow(
     capfd: pytest.CaptureFixture[str],
     request: pytest.FixtureRequest,
 ) -> None:
-    scenario = SCENARIOS[name]
-    if scenario.scheduler == "slurm":
-        request.getfixturevalue("slurm_cluster")
-    install_plugin(tmp_path, monkeypatch)
-    set_faults(tmp_path, scenario, monkeypatch)
+    scenario = prepare(name, request, tmp_path, monkeypatch)
     dag = airflow.test_dag("matrix_dags.py", f"al_matrix_{name}_{mode}")
     with scenario_run(scenario) as run:
         dagrun = airflow.run(dag)

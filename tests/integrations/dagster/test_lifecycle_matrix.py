@@ -13,9 +13,8 @@ from tests.integrations.lifecycle.matrix import (
     SCENARIOS,
     app_dict,
     check,
-    install_plugin,
+    prepare,
     scenario_run,
-    set_faults,
 )
 from tests.schedulers.slurm.cluster import slurm_cluster as slurm_cluster  # a fixture
 
@@ -35,11 +34,7 @@ def test_dagster(
     monkeypatch: pytest.MonkeyPatch,
     request: pytest.FixtureRequest,
 ) -> None:
-    scenario = SCENARIOS[name]
-    if scenario.scheduler == "slurm":
-        request.getfixturevalue("slurm_cluster")
-    install_plugin(tmp_path, monkeypatch)
-    set_faults(tmp_path, scenario, monkeypatch)
+    scenario = prepare(name, request, tmp_path, monkeypatch)
     resource = AnylaunchResource(
         scheduler=scenario.scheduler,
         cfg=dict(scenario.cfg),

@@ -131,6 +131,19 @@ def install_plugin(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     importlib.invalidate_caches()
 
 
+def prepare(
+    name: str, request: pytest.FixtureRequest, root: Path, monkeypatch: pytest.MonkeyPatch
+) -> Scenario:
+    """Everything a scenario needs before its engine runs: its backend (Slurm for the held
+    job), the faulty plugin and the scenario's faults. Returns the scenario."""
+    scenario = SCENARIOS[name]
+    if scenario.scheduler == "slurm":
+        request.getfixturevalue("slurm_cluster")
+    install_plugin(root, monkeypatch)
+    set_faults(root, scenario, monkeypatch)
+    return scenario
+
+
 def set_faults(root: Path, scenario: Scenario, monkeypatch: pytest.MonkeyPatch) -> None:
     path = root / "faults.json"
     path.write_text(json.dumps({scenario.app_name: scenario.fault} if scenario.fault else {}))

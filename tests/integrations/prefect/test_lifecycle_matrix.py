@@ -16,9 +16,8 @@ from tests.integrations.lifecycle.matrix import (
     SCENARIOS,
     app_dict,
     check,
-    install_plugin,
+    prepare,
     scenario_run,
-    set_faults,
 )
 from tests.schedulers.slurm.cluster import slurm_cluster as slurm_cluster  # a fixture
 
@@ -43,11 +42,7 @@ def test_prefect(
     monkeypatch: pytest.MonkeyPatch,
     request: pytest.FixtureRequest,
 ) -> None:
-    scenario = SCENARIOS[name]
-    if scenario.scheduler == "slurm":
-        request.getfixturevalue("slurm_cluster")
-    install_plugin(tmp_path, monkeypatch)
-    set_faults(tmp_path, scenario, monkeypatch)
+    scenario = prepare(name, request, tmp_path, monkeypatch)
     job = AnylaunchJob(
         app=app_dict(scenario),
         scheduler=scenario.scheduler,
