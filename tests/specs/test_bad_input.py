@@ -60,3 +60,17 @@ def test_a_misspelt_run_option_never_echoes_its_value() -> None:
         _dryrun({"log_dri": "hunter2-s3cr3t"})
     assert "hunter2-s3cr3t" not in str(err.value)
     assert "log_dir" in str(err.value)  # the did-you-mean still helps
+
+
+def test_non_finite_run_option_and_component_arg_values_are_rejected() -> None:
+    with pytest.raises(InvalidSpecError) as err:
+        _dryrun({"cancel_grace_s": float("inf")})
+    assert err.value.field == "cancel_grace_s"
+    from anylaunch.specs.builders import materialize_appdef
+
+    def component(lr: float = 0.1) -> AppDef:
+        return AppDef("a", [_role(args=[str(lr)])])
+
+    for bad in ("nan", "inf", "-inf"):
+        with pytest.raises(Exception, match="finite"):
+            materialize_appdef(component, [f"--lr={bad}"])

@@ -480,7 +480,7 @@ _texts = st.text(max_size=20)
         AllTypes,
         s=_texts,
         i=st.integers(),
-        f=st.floats(allow_nan=False),
+        f=st.floats(allow_nan=False, allow_infinity=False),
         b=st.booleans(),
         ls=st.lists(_texts, max_size=5),
         ds=st.dictionaries(_texts, _texts, max_size=5),

@@ -119,11 +119,16 @@ class Scheduler(abc.ABC, Generic[T]):
     def submit_dryrun(self, app: AppDef, cfg: T) -> AppDryRunInfo[object]:
         """Returns the scheduler request without submitting.
 
-        Validates the app, resolves ``cfg`` against :meth:`run_opts` (unknown keys, missing
-        required options and wrong types raise InvalidRunConfigException), calls
+        Validates the app (no NUL byte in any entrypoint, arg or env value either), resolves
+        ``cfg`` against :meth:`run_opts` (unknown keys, missing required options and wrong
+        types raise InvalidRunConfigException), calls
         ``_submit_dryrun`` and then each role's ``pre_proc`` in order.
         """
         app.validate()
+        from anylaunch.schedulers.shared import check_role_no_nul
+
+        for role in app.roles:  # no backend can carry a NUL byte: reject it for all of them
+            check_role_no_nul(role)
         resolved = self.run_opts().resolve(cfg if cfg is not None else {})  # type: ignore[arg-type]
         dryrun_info = self._submit_dryrun(app, resolved)  # type: ignore[arg-type]
         for role in app.roles:

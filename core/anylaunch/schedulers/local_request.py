@@ -12,7 +12,6 @@ from typing import Any
 
 from anylaunch.schedulers.shared import (
     RANK0_ENV,
-    check_no_nul,
 )
 from anylaunch.specs.api import (
     Role,
@@ -214,11 +213,6 @@ def _replica_request(
     env.setdefault("PYTHONUNBUFFERED", "1")  # lines reach the logs as they are printed
     if gpu is not None and "CUDA_VISIBLE_DEVICES" not in role.env:
         env["CUDA_VISIBLE_DEVICES"] = gpu
-    check_no_nul(f"Role[{role.name}].entrypoint", role.entrypoint)
-    for j, arg in enumerate(args):
-        check_no_nul(f"Role[{role.name}].args[{j}]", arg)
-    for key, value in env.items():
-        check_no_nul(f"Role[{role.name}].env[{key!r}]", value, secret=is_secret_env_name(key))
     rep_dir = os.path.join(log_root, role.name, str(i))
     return LocalReplicaRequest(
         role=role.name,

@@ -18,6 +18,7 @@ __all__ = [
     "RANK0_ENV",
     "aggregate_replica_states",
     "check_no_nul",
+    "check_role_no_nul",
     "is_secret_env_name",
     "mask_env",
     "role_from_record",
@@ -50,6 +51,24 @@ def check_no_nul(field: str, value: str, secret: bool = False) -> None:
         "job script can carry",
         "remove the NUL byte",
     )
+
+
+def check_role_no_nul(role: Role) -> None:
+    """Rejects a role whose entrypoint, args or env values hold a NUL byte (no backend can
+    carry one; a secret env value is never echoed).
+
+    >>> from anylaunch.specs.api import Role
+    >>> check_role_no_nul(Role("w", image="i", entrypoint="echo", args=["a" + chr(0)]))
+    Traceback (most recent call last):
+    ...
+    anylaunch.specs.errors.InvalidSpecError: Role[w].args[0]='a\\x00' is invalid: contains a NUL byte (at index 1), which no process argument, env value or job script can carry. Fix: remove the NUL byte
+    """
+    where = f"Role[{role.name}]"
+    check_no_nul(f"{where}.entrypoint", role.entrypoint)
+    for i, arg in enumerate(role.args):
+        check_no_nul(f"{where}.args[{i}]", arg)
+    for key, value in role.env.items():
+        check_no_nul(f"{where}.env[{key!r}]", value, secret=is_secret_env_name(key))
 
 
 #: Replica states in the order they decide an app's state (see aggregate_replica_states).

@@ -43,8 +43,6 @@ from anylaunch.schedulers.api import (
 from anylaunch.schedulers.shared import (
     RANK0_ENV,
     aggregate_replica_states,
-    check_no_nul,
-    is_secret_env_name,
 )
 from anylaunch.schedulers.slurm_query import (
     SlurmCommandError,
@@ -211,13 +209,6 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler[Mapping[str, CfgVal]]):
                     "treated as APPLICATION)",
                     role.name,
                     role.retry_policy,
-                )
-            check_no_nul(f"Role[{role.name}].entrypoint", role.entrypoint)
-            for j, arg in enumerate(role.args):
-                check_no_nul(f"Role[{role.name}].args[{j}]", arg)
-            for key, value in role.env.items():
-                check_no_nul(
-                    f"Role[{role.name}].env[{key!r}]", value, secret=is_secret_env_name(key)
                 )
             if "=" in role.entrypoint and any(not _SHELL_NAME.match(k) for k in role.env):
                 raise InvalidSpecError(

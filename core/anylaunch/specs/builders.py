@@ -18,6 +18,7 @@ annotation                command line                  value
 from __future__ import annotations
 
 import inspect
+import math
 import types
 import typing
 from collections.abc import Callable, Mapping, Sequence
@@ -93,9 +94,12 @@ def _primitive_parser(tp: type) -> Callable[[str], Any]:
 
     def parse(value: str) -> Any:
         try:
-            return tp(value)
+            parsed = tp(value)
         except ValueError:
             raise _type_error(f"invalid {name} value: {value!r}") from None
+        if tp is float and not math.isfinite(parsed):
+            raise _type_error(f"invalid {name} value: {value!r} (must be a finite number)")
+        return parsed
 
     return parse
 

@@ -7,6 +7,7 @@ cfg against it and fills defaults.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -287,6 +288,13 @@ class runopts:
                     _shown(name, value),
                     f"expected {_type_name(opt.opt_type)}, got {type(value).__name__}",
                     f"pass a {_type_name(opt.opt_type)} value",
+                )
+            elif isinstance(value, float) and not math.isfinite(value):
+                raise InvalidRunConfigException(
+                    name,
+                    _shown(name, value),
+                    "must be a finite number (NaN and infinities cannot work)",
+                    "pass a finite number, e.g. 30.0",
                 )
         return resolved
 

@@ -174,3 +174,16 @@ def test_a_non_zero_exit_ends_the_app_failed(kit: Kit) -> None:
     seen = _watch(kit, app_id, TERMINAL)
     _assert_in_order([d.state for d in seen])
     assert seen[-1].state == AppState.FAILED, seen[-1].msg
+
+
+def test_a_nul_byte_is_rejected_at_dryrun_and_a_secret_never_echoed(kit: Kit) -> None:
+    app = kit.app("true")
+    app.roles[0].env["API_TOKEN"] = "s3cr3t-" + chr(0) + "-value"
+    with pytest.raises(InvalidSpecError) as err:
+        kit.scheduler.submit_dryrun(app, kit.cfg)
+    assert err.value.field == "Role[contract].env['API_TOKEN']"
+    assert "s3cr3t" not in str(err.value)
+    arg = kit.app("true")
+    arg.roles[0].args.append("a" + chr(0) + "b")
+    with pytest.raises(InvalidSpecError, match="NUL byte"):
+        kit.scheduler.submit_dryrun(arg, kit.cfg)
