@@ -60,10 +60,20 @@ def container_resources(
     return out
 
 
+def _literal(text: str) -> str:
+    """``text`` escaped so that the kubelet passes it byte for byte: it expands ``$(VAR)`` in
+    commands, args and env values (and turns ``$$`` into ``$``), so every ``$`` is doubled.
+
+    >>> _literal("echo $(HOME) costs $5")
+    'echo $$(HOME) costs $$5'
+    """
+    return text.replace("$", "$$")
+
+
 def _env_var(name: str, value: str, container: str) -> dict[str, Any]:
     match = _FIELD_REF.fullmatch(value)
     if match is None:
-        return {"name": name, "value": value}
+        return {"name": name, "value": _literal(value)}
     kind, path = match.groups()
     if kind == "fieldRef":
         return {"name": name, "valueFrom": {"fieldRef": {"fieldPath": path}}}
@@ -146,7 +156,7 @@ def role_to_pod(
         "name": container,
         "image": role.image,
         "imagePullPolicy": options.image_pull_policy,
-        "command": [role.entrypoint, *role.args],
+        "command": [_literal(role.entrypoint), *(_literal(a) for a in role.args)],
         "env": env_list,
         "resources": container_resources(
             role.resource, options.reserved_millicpu, options.reserved_memmb

@@ -187,3 +187,36 @@ def test_a_nul_byte_is_rejected_at_dryrun_and_a_secret_never_echoed(kit: Kit) ->
     arg.roles[0].args.append("a" + chr(0) + "b")
     with pytest.raises(InvalidSpecError, match="NUL byte"):
         kit.scheduler.submit_dryrun(arg, kit.cfg)
+
+
+#: What a shell, a job script or an API server could mangle: each must reach the app as is.
+#: (``$$`` is left out: it is the macro syntax for a literal ``$``, as in TorchX.)
+HOSTILE_ARGS = [
+    "$(HOME)",
+    "cost: $ 5",
+    "$5 and `id`",
+    'it\'s "quoted"',
+    "semi;colon&&and|pipe>redirect",
+    "--flag=$HOME",
+    "back\\slash",
+    "ünïcødé ✓",
+    "-n",
+    "  spaced  ",
+    "*.py",
+]
+HOSTILE_ENV = "$(HOME) $X `id` 'q' \"dq\""
+
+
+@pytest.mark.parametrize("kit", FAILING_KITS, indirect=True)
+def test_hostile_args_and_env_values_arrive_byte_for_byte(kit: Kit) -> None:
+    # each value between brackets: a log store may trim a line's own leading/trailing blanks
+    app = kit.app('printf "[%s]\\n" "$@"; printf "env=[%s]\\n" "$HOSTILE"')
+    role = app.roles[0]
+    role.args += ["sh", *HOSTILE_ARGS]  # "sh" is $0 of the script
+    role.env["HOSTILE"] = HOSTILE_ENV
+    app_id = kit.scheduler.schedule(kit.scheduler.submit_dryrun(app, kit.cfg))
+    seen = _watch(kit, app_id, TERMINAL)
+    assert seen[-1].state == AppState.SUCCEEDED, seen[-1].msg
+    lines = [line.rstrip("\n") for line in kit.scheduler.log_iter(app_id, ROLE, 0)]
+    expected = [f"[{arg}]" for arg in HOSTILE_ARGS] + [f"env=[{HOSTILE_ENV}]"]
+    assert lines[-len(expected) :] == expected

@@ -108,7 +108,8 @@ def test_dryrun_needs_no_cluster_and_prints_yaml_with_secrets_masked(
     ]
     assert job0["spec"]["backoffLimit"] == 2
     c0, c1 = containers(job0)[0], containers(job1)[0]
-    assert c1["command"] == ["sh", "-c", f"echo 1 of ml:{name}; echo $ANYLAUNCH_RANK0_HOST"]
+    # every "$" doubled: the kubelet turns "$$" back into "$" (and leaves "$(X)" alone)
+    assert c1["command"] == ["sh", "-c", f"echo 1 of ml:{name}; echo $$ANYLAUNCH_RANK0_HOST"]
     assert c0["resources"] == {
         "limits": {
             "cpu": "2000m",
