@@ -30,6 +30,24 @@ __all__ = ["AnylaunchJob", "AnylaunchJobRun", "AnylaunchSchedulerSettings"]
 _DEFAULT_SESSION = "anylaunch"
 
 
+def _no_unknown_fields(cls: type[Block], data: Any) -> Any:
+    """Rejects a misspelt field (``Block`` allows extras, so ``sheduler=...`` would otherwise
+    be ignored and the app would run somewhere else), with a did-you-mean."""
+    if isinstance(data, dict):
+        from anylaunch.specs.errors import InvalidSpecError, did_you_mean
+
+        known = set(cls.model_fields)
+        for key in data:
+            if isinstance(key, str) and not key.startswith("_") and key not in known:
+                raise InvalidSpecError(
+                    f"{cls.__name__}.{key}",
+                    "<not shown>",
+                    f"is not a field of {cls.__name__}.{did_you_mean(key, known)}",
+                    f"use one of: {', '.join(sorted(k for k in known if not k.startswith('_')))}",
+                )
+    return data
+
+
 class AnylaunchSchedulerSettings(Block):
     """A scheduler and its run options (cfg), shared by many Anylaunch jobs. Secret run
     options and secret environment variables are stored as secrets: masked in the UI, in
@@ -64,6 +82,11 @@ class AnylaunchSchedulerSettings(Block):
         default_factory=lambda: SecretDict({}),
         description="Environment variables set in every role of every app, e.g. API tokens.",
     )
+
+    def __init__(self, *args: Any, **data: Any) -> None:
+        # checked before pydantic sees the data: its errors would quote the (secret) input
+        _no_unknown_fields(type(self), data)
+        super().__init__(*args, **data)
 
     @model_validator(mode="after")
     def _check(self) -> AnylaunchSchedulerSettings:
@@ -193,6 +216,11 @@ class AnylaunchJob(JobBlock[dict[str, Any]]):
         default=True,
         description="Create the dryrun, UI link and replica-state artifacts.",
     )
+
+    def __init__(self, *args: Any, **data: Any) -> None:
+        # checked before pydantic sees the data: its errors would quote the (secret) input
+        _no_unknown_fields(type(self), data)
+        super().__init__(*args, **data)
 
     @field_validator("app", mode="before")
     @classmethod

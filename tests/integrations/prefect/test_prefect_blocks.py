@@ -217,3 +217,15 @@ def test_the_collection_imports_no_other_orchestrator_or_backend_sdk() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_a_misspelt_block_field_is_an_error_with_a_suggestion() -> None:
+    from anylaunch.specs.errors import InvalidSpecError
+    from prefect_anylaunch import AnylaunchJob, AnylaunchSchedulerSettings
+
+    with pytest.raises(InvalidSpecError, match="Did you mean 'scheduler'") as err:
+        AnylaunchJob(sheduler="kubernetes")
+    assert err.value.field == "AnylaunchJob.sheduler"
+    with pytest.raises(InvalidSpecError, match="secret_env") as err:
+        AnylaunchSchedulerSettings(secret_envv={"DB_URL": "hunter2-s3cr3t"})
+    assert "hunter2" not in str(err.value)
