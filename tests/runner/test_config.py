@@ -382,3 +382,19 @@ def test_dump_unknown_scheduler_fails_before_writing() -> None:
     with pytest.raises(UnknownSchedulerException):
         dump(out, schedulers=["cfgtest", "nope"])
     assert out.getvalue() == ""
+
+
+def test_a_section_naming_no_scheduler_is_reported(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    from anylaunch.runner import config
+
+    (tmp_path / ".anylaunchconfig").write_text(
+        "[local_cwdd]\nlog_dir = /x\n[cli:run]\nscheduler = local_cwd\n"
+    )
+    cfg: dict[str, Any] = {}
+    with caplog.at_level("WARNING", logger=config.__name__):
+        config.apply("local_cwd", cfg, dirs=[str(tmp_path)])
+    assert cfg == {}
+    [record] = [r for r in caplog.records if "[local_cwdd]" in r.getMessage()]
+    assert "Did you mean 'local_cwd'" in record.getMessage()

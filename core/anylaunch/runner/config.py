@@ -314,8 +314,32 @@ def apply(
             "cfg", cfg, "must be a dict to fill in place", "pass a dict, e.g. cfg = dict(cfg)"
         )
     for path in find_configs(dirs):
-        opts = _load_parsed(scheduler, _read_path(path), path, cfg, opts)
+        parser = _read_path(path)
+        _warn_unknown_sections(parser, path)
+        opts = _load_parsed(scheduler, parser, path, cfg, opts)
         log.debug("applied [%s] from %s", scheduler, path)
+
+
+def _warn_unknown_sections(parser: configparser.ConfigParser, path: str) -> None:
+    """A plain ``[name]`` section configures the scheduler of that name: one that names no
+    scheduler (``[local_cwdd]``) would be ignored without a word, so say so."""
+    from anylaunch.schedulers import get_scheduler_factories
+
+    names = [
+        s for s in parser.sections() if CONFIG_PREFIX_DELIM not in s and s != _NO_DEFAULT_SECTION
+    ]
+    if not names:
+        return
+    known = get_scheduler_factories()
+    for name in names:
+        if name not in known:
+            log.warning(
+                "%s: section [%s] names no scheduler and is ignored.%s Known schedulers: %s",
+                path,
+                name,
+                did_you_mean(name, known),
+                ", ".join(known),
+            )
 
 
 def load_sections(prefix: str, dirs: Sequence[str] | None = None) -> dict[str, dict[str, str]]:
