@@ -392,7 +392,7 @@ def test_a_section_naming_no_scheduler_is_reported(
     (tmp_path / ".anylaunchconfig").write_text(
         "[local_cwdd]\nlog_dir = /x\n[cli:run]\nscheduler = local_cwd\n"
     )
-    cfg: dict[str, Any] = {}
+    cfg: dict[str, object] = {}
     with caplog.at_level("WARNING", logger=config.__name__):
         config.apply("local_cwd", cfg, dirs=[str(tmp_path)])
     assert cfg == {}
