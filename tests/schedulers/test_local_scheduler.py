@@ -692,3 +692,37 @@ def test_unknown_ids(sched: LocalScheduler) -> None:
     assert not sched.exists("nope-12345678")
     sched.cancel("nope-12345678")  # a no-op
     assert sched.list() == []
+
+
+ESCAPE = """
+import os, sys, time
+# double fork + setsid: the grandchild leaves the replica's process group and session
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        with open(sys.argv[1], "w") as f:
+            f.write(str(os.getpid()))
+        time.sleep(300)
+        os._exit(0)
+    os._exit(0)
+os.wait()
+print("escaped", flush=True)
+time.sleep(float(sys.argv[2]))
+"""
+
+
+@pytest.mark.parametrize("how", ["cancel", "app ends"])
+def test_a_process_that_escapes_its_session_does_not_survive_the_app(
+    sched: LocalScheduler, tmp_path: Path, how: str
+) -> None:
+    pid_file = tmp_path / "escaped.pid"
+    duration = "300" if how == "cancel" else "0"
+    app_id = run(sched, py_role("w", ESCAPE, str(pid_file), duration), name="escape")
+    pid = int(wait_until(lambda: pid_file.exists() and pid_file.read_text(), "the escape"))
+    assert not gone(pid)
+    if how == "cancel":
+        wait_running(sched, app_id)
+        sched.cancel(app_id)
+    final = wait_done(sched, app_id)
+    assert final.state == (AppState.CANCELLED if how == "cancel" else AppState.SUCCEEDED)
+    wait_until(lambda: gone(pid), "the escaped process to be gone")

@@ -16,7 +16,11 @@ it runs in its own session, so it outlives the process that launched the app. It
 - on SIGTERM/SIGINT or a ``cancel_requested`` file, sends SIGTERM to every replica group,
   SIGKILL after the grace period, and writes CANCELLED.
 
-It writes its terminal state only once every replica process group is gone.
+It is a child subreaper (Linux ``PR_SET_CHILD_SUBREAPER``): a process a replica starts in a
+session of its own (double fork, ``setsid``) is re-parented to the supervisor instead of init,
+so it cannot escape: the supervisor reaps such orphans, and kills them when the app is
+cancelled or ends. It writes its terminal state only once every replica process group and
+every orphan is gone.
 """
 
 from __future__ import annotations
@@ -45,6 +49,46 @@ _DRAIN_AFTER_EXIT_S = 1.0
 # Longest sleep of the event loop: the cancel file is checked at least this often.
 _MAX_WAIT_S = 0.5
 _STDERR_TAIL = 20
+
+
+_PR_SET_CHILD_SUBREAPER = 36
+# How often orphans re-parented to the supervisor are looked for and reaped.
+_REAP_EVERY_S = 1.0
+
+
+def become_subreaper() -> bool:
+    """Makes this process the reaper of its orphaned descendants (Linux >= 3.4); False where
+    that is not possible (another OS, no libc)."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        return bool(libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0)
+    except (OSError, AttributeError):
+        return False
+
+
+def adopted_children(keep: set[int]) -> list[int]:
+    """The pids of this process's children other than ``keep`` (orphans re-parented here)."""
+    me = os.getpid()
+    found = []
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return []
+    for name in names:
+        if not name.isdigit() or int(name) in keep:
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        # the fields after the command (which may hold spaces and parentheses)
+        fields = stat.rsplit(b")", 1)[-1].split()
+        if len(fields) > 1 and int(fields[1]) == me:
+            found.append(int(name))
+    return found
 
 
 def describe_exit(returncode: int) -> str:
@@ -265,6 +309,8 @@ class Supervisor:
         signal.signal(signal.SIGINT, self._on_cancel_signal)
         signal.signal(signal.SIGCHLD, lambda *_: None)
         self.identity = {"pid": os.getpid(), "start_time": ls.process_start_time(os.getpid())}
+        self.subreaper = become_subreaper()
+        self.next_reap = 0.0
 
     def _on_cancel_signal(self, signum: int, frame: object) -> None:
         self.cancel_signalled = True
@@ -514,7 +560,12 @@ class Supervisor:
                 group, self.pending_restart = self.pending_restart, []
                 self.start_group(group, "RUNNING")
                 changed = True
+            if now >= self.next_reap:
+                self.next_reap = now + _REAP_EVERY_S
+                self.reap_orphans(kill=False)
             if not any(r.live for r in self.replicas) and not self.pending_restart:
+                # background processes of the app must not outlive it (escaped ones included)
+                self.reap_orphans(kill=True)
                 final = self.outcome[0] if self.outcome else "SUCCEEDED"
                 self.write_state(final)
                 return final
@@ -525,6 +576,26 @@ class Supervisor:
         for r in self.replicas:
             if r.live:
                 ls.kill_group(r.pid, r.start_time, signal.SIGKILL)
+        self.reap_orphans(kill=True)
+
+    def reap_orphans(self, kill: bool) -> None:
+        """Reaps the orphans re-parented here (see the module docstring); with ``kill``,
+        kills them first, and their own children as they are re-parented in turn."""
+        if not self.subreaper:
+            return
+        keep = {r.pid for r in self.replicas if r.live and r.pid}
+        for _ in range(50):  # each round takes one generation of descendants
+            orphans = adopted_children(keep)
+            if not orphans:
+                return
+            for pid in orphans:
+                if kill:
+                    with contextlib.suppress(ProcessLookupError, PermissionError):
+                        os.kill(pid, signal.SIGKILL)
+                with contextlib.suppress(ChildProcessError, OSError):
+                    os.waitpid(pid, 0 if kill else os.WNOHANG)
+            if not kill:
+                return
 
 
 def main(argv: list[str] | None = None, env: dict[str, str] | None = None) -> int:
