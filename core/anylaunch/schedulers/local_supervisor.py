@@ -26,6 +26,7 @@ every orphan is gone.
 from __future__ import annotations
 
 import contextlib
+import ctypes  # (here, not per call: the fork-server imports it once for all apps)
 import json
 import os
 import selectors
@@ -60,8 +61,6 @@ def become_subreaper() -> bool:
     """Makes this process the reaper of its orphaned descendants (Linux >= 3.4); False where
     that is not possible (another OS, no libc)."""
     try:
-        import ctypes
-
         libc = ctypes.CDLL(None, use_errno=True)
         return bool(libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0)
     except (OSError, AttributeError):
