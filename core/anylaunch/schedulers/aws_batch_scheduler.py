@@ -58,6 +58,7 @@ from anylaunch.schedulers.aws_batch_state import (
     node_groups,
     role_of,
 )
+from anylaunch.schedulers.shared import check_image_ref
 from anylaunch.specs.api import (
     NONE,
     AppDef,
@@ -106,6 +107,12 @@ class AWSBatchScheduler(aws.AWSScheduler):
 
     def _run_opts(self) -> runopts:
         return AWSBatchOpts.as_runopts()
+
+    def _validate(self, app: AppDef, scheduler: str, cfg: Mapping[str, CfgVal]) -> None:
+        """Every role needs resources and a container image (not the default ``.``)."""
+        super()._validate(app, scheduler, cfg)
+        for role in app.roles:
+            check_image_ref(role, self.backend)
 
     def _submit_dryrun(self, app: AppDef, cfg: Mapping[str, CfgVal]) -> AppDryRunInfo[Any]:
         opts = AWSBatchOpts.from_cfg(cfg)

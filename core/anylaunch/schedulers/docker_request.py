@@ -50,12 +50,6 @@ _MAX_NAME = 24  # of the app-name part of an app id: container names stay DNS-la
 _ALPHABET = string.ascii_lowercase + string.digits
 _UNSAFE = re.compile(r"[^a-z0-9-]+")
 _APP_ID = re.compile(r"^[a-z0-9][a-z0-9-]*$")
-# [host[:port]/]path[:tag][@digest], or an image id
-_IMAGE_REF = re.compile(
-    r"^(?:[A-Za-z0-9.-]+(?::[0-9]+)?/)?[a-z0-9]+(?:[._-]+[a-z0-9]+)*"
-    r"(?:/[a-z0-9]+(?:[._-]+[a-z0-9]+)*)*(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?"
-    r"(?:@sha256:[0-9a-f]{64})?$|^(?:sha256:)?[0-9a-f]{12,64}$"
-)
 _VOLUME_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]+$")
 _EXITED = re.compile(r"^Exited \((-?\d+)\)")
 _TIME = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d+))?(Z|[+-]\d\d:\d\d)$")

@@ -45,7 +45,6 @@ from anylaunch.schedulers.docker_containers import (
 from anylaunch.schedulers.docker_logs import follow_container_log, read_container_log
 from anylaunch.schedulers.docker_request import (
     _APP_ID,
-    _IMAGE_REF,
     _KIND_EVENT,
     _KIND_REPLICA,
     _T,
@@ -82,6 +81,7 @@ from anylaunch.schedulers.docker_state import (
 )
 from anylaunch.schedulers.shared import (
     RANK0_ENV,
+    check_image_ref,
     role_from_record,
     role_record,
 )
@@ -248,14 +248,7 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Mapping[str, CfgVal]]):
                     "rename one of the roles",
                 )
             labels_seen[label] = role.name
-            if not _IMAGE_REF.match(role.image):
-                raise InvalidSpecError(
-                    f"Role[{role.name}].image",
-                    role.image,
-                    "is not a Docker image reference (local_docker runs each replica in a "
-                    "container of this image)",
-                    "pass an image such as busybox:latest or registry.example.com/team/app:1",
-                )
+            check_image_ref(role, BACKEND)
 
         app_id = make_app_id(app.name)
         network = app_id

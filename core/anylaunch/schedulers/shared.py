@@ -7,6 +7,7 @@ rule has one definition and one answer for the same input.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -17,6 +18,7 @@ from anylaunch.specs.secrets import is_secret_env_name, mask_env
 __all__ = [
     "RANK0_ENV",
     "aggregate_replica_states",
+    "check_image_ref",
     "check_no_nul",
     "check_role_no_nul",
     "is_secret_env_name",
@@ -69,6 +71,35 @@ def check_role_no_nul(role: Role) -> None:
         check_no_nul(f"{where}.args[{i}]", arg)
     for key, value in role.env.items():
         check_no_nul(f"{where}.env[{key!r}]", value, secret=is_secret_env_name(key))
+
+
+# [host[:port]/]path[:tag][@digest], or an image id
+_IMAGE_REF = re.compile(
+    r"(?:[A-Za-z0-9.-]+(?::[0-9]+)?/)?[a-z0-9]+(?:[._-]+[a-z0-9]+)*"
+    r"(?:/[a-z0-9]+(?:[._-]+[a-z0-9]+)*)*(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?"
+    r"(?:@sha256:[0-9a-f]{64})?|(?:sha256:)?[0-9a-f]{12,64}"
+)
+
+
+def check_image_ref(role: Role, backend: str) -> None:
+    """Rejects a role whose image is not a container image reference (empty, or a directory
+    such as the default ``.``) on a backend that runs containers.
+
+    >>> from anylaunch.specs.api import Role
+    >>> check_image_ref(Role("w", image="busybox:latest", entrypoint="sh"), "kubernetes")
+    >>> check_image_ref(Role("w", image=".", entrypoint="sh"), "kubernetes")
+    Traceback (most recent call last):
+    ...
+    anylaunch.specs.errors.InvalidSpecError: Role[w].image='.' is invalid: is not a container image reference (the kubernetes scheduler runs each replica in a container of this image). Fix: pass an image such as busybox:latest or registry.example.com/team/app:1
+    """
+    if not isinstance(role.image, str) or _IMAGE_REF.fullmatch(role.image) is None:
+        raise InvalidSpecError(
+            f"Role[{role.name}].image",
+            role.image,
+            f"is not a container image reference (the {backend} scheduler runs each replica in "
+            "a container of this image)",
+            "pass an image such as busybox:latest or registry.example.com/team/app:1",
+        )
 
 
 #: Replica states in the order they decide an app's state (see aggregate_replica_states).
