@@ -1,16 +1,26 @@
-"""What the ``kubernetes`` and ``kubernetes_mcad`` schedulers share.
+"""What the ``kubernetes`` and ``kubernetes_mcad`` schedulers share:
+:class:`KubernetesSchedulerBase`, which submits, describes, lists, cancels, deletes and reads
+the logs of apps made of labelled objects, for both.
 
-- Naming and labels: every object of an app carries ``anylaunch.io/app-id`` (and role/replica
-  labels), so one list call by label selector serves a whole app (or many apps).
-- The app *record*: a ConfigMap named after the app holding what ``describe`` needs to rebuild
-  the roles, and the cancellation mark. It outlives a cancel (which deletes the workload), so a
-  cancelled app still describes as CANCELLED until it is deleted.
-- Pod rendering from a Role (resources, env with field refs, mounts, ``/dev/shm``, ports, node
-  selector, service account, priority class, pull policy) and overlays with a blocklist.
-- The REST client is :class:`~anylaunch.schedulers.kubernetes_client.KubeClient` (plain dict
-  objects, validated by the API server as sent; re-exported here).
-- Pod status → replica state, pending reasons, exit codes, and pod log streaming.
-- :class:`KubernetesSchedulerBase`: describe/list/cancel/delete/log_iter for both schedulers.
+Its parts live in modules of their own, re-exported here (this module's public names are
+unchanged):
+
+- :mod:`~anylaunch.schedulers.kubernetes_names`: names, labels and the shared run options.
+  Every object of an app carries ``anylaunch.io/app-id`` (and role/replica labels), so one list
+  call by label selector serves a whole app (or many apps).
+- :mod:`~anylaunch.schedulers.kubernetes_pods`: a Role as a pod (resources, env with field
+  refs, mounts, ``/dev/shm``, ports, node selector, service account, priority class, pull
+  policy) and overlays with a blocklist.
+- :mod:`~anylaunch.schedulers.kubernetes_request`: the request (objects, masked printing), the
+  replicas' pods, the headless Service and the app *record*: a ConfigMap named after the app
+  holding what ``describe`` needs to rebuild the roles, and the cancellation mark. It outlives
+  a cancel (which deletes the workload), so a cancelled app still describes as CANCELLED until
+  it is deleted.
+- :mod:`~anylaunch.schedulers.kubernetes_state`: pod status → replica state, pending reasons,
+  exit codes, the app's state and description.
+- :mod:`~anylaunch.schedulers.kubernetes_logs`: pod logs, read or followed.
+- :mod:`~anylaunch.schedulers.kubernetes_client`: the REST client (plain dict objects,
+  validated by the API server as sent); the ``kubernetes`` SDK is imported on first use.
 
 Rank-0 discovery without DNS: the rank-0 replica's ``ANYLAUNCH_RANK0_HOST`` comes from its own
 pod IP (downward API ``status.podIP``); the other replicas get the rank-0 pod's DNS name
@@ -22,13 +32,11 @@ before it creates the other replicas.
 from __future__ import annotations
 
 import abc
-import json
 import logging
-import re
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, ClassVar, TypeVar
 
 from anylaunch.schedulers.api import (
     DescribeAppResponse,
@@ -36,7 +44,6 @@ from anylaunch.schedulers.api import (
     LogQuery,
     Scheduler,
     Stream,
-    split_lines_iterator,
 )
 from anylaunch.schedulers.kubernetes_client import (
     KubeClient,
@@ -44,16 +51,19 @@ from anylaunch.schedulers.kubernetes_client import (
     KubernetesSchedulerError,
     KubernetesValidationError,
 )
+from anylaunch.schedulers.kubernetes_logs import pod_log_lines
 from anylaunch.schedulers.kubernetes_names import (
     _CREATING_GRACE_S,
     _SELECTOR_CHUNK,
     ANNOTATION_CANCELLED,
     ANNOTATION_STOPPED,
     LABEL_APP_ID,
+    LABEL_APP_NAME,
     LABEL_MANAGED_BY,
     LABEL_MODE,
     LABEL_REPLICA_ID,
     LABEL_ROLE,
+    LABEL_ROLE_INDEX,
     LABEL_SCHEDULER,
     MANAGED_BY,
     POD_OVERLAY_BLOCKLIST,
@@ -61,123 +71,69 @@ from anylaunch.schedulers.kubernetes_names import (
     KubernetesCommonOpts,
     dns_label,
     field_ref,
+    label_value,
     make_app_name,
+    opts_from_cfg,
     parse_app_id,
-)
-from anylaunch.schedulers.kubernetes_names import (
-    _FIELD_REF as _FIELD_REF,
-)
-from anylaunch.schedulers.kubernetes_names import (
-    _NOT_DNS as _NOT_DNS,
-)
-from anylaunch.schedulers.kubernetes_names import (
-    _NOT_LABEL as _NOT_LABEL,
-)
-from anylaunch.schedulers.kubernetes_names import (
-    _PULL_POLICIES as _PULL_POLICIES,
-)
-from anylaunch.schedulers.kubernetes_names import (
-    _ROLE_CONTAINER_FIELDS as _ROLE_CONTAINER_FIELDS,
-)
-from anylaunch.schedulers.kubernetes_names import (
-    _SHM_VOLUME as _SHM_VOLUME,
-)
-from anylaunch.schedulers.kubernetes_names import (  # re-exported: the module's old public path
-    LABEL_APP_NAME as LABEL_APP_NAME,
-)
-from anylaunch.schedulers.kubernetes_names import (
-    LABEL_ROLE_INDEX as LABEL_ROLE_INDEX,
-)
-from anylaunch.schedulers.kubernetes_names import (
-    label_value as label_value,
-)
-from anylaunch.schedulers.kubernetes_names import (
-    opts_from_cfg as opts_from_cfg,
-)
-from anylaunch.schedulers.kubernetes_names import (
-    role_dns_names as role_dns_names,
-)
-from anylaunch.schedulers.kubernetes_pods import (  # re-exported: the module's old public path
-    PodOptions as PodOptions,
+    role_dns_names,
 )
 from anylaunch.schedulers.kubernetes_pods import (
-    _env_var as _env_var,
-)
-from anylaunch.schedulers.kubernetes_pods import (
-    apply_overlays as apply_overlays,
-)
-from anylaunch.schedulers.kubernetes_pods import (
+    PodOptions,
+    apply_overlays,
     apply_pod_overlays,
     container_resources,
+    port_name,
+    replica_role,
     role_to_pod,
-)
-from anylaunch.schedulers.kubernetes_pods import (
-    port_name as port_name,
-)
-from anylaunch.schedulers.kubernetes_pods import (
-    replica_role as replica_role,
 )
 from anylaunch.schedulers.kubernetes_request import (
     RANK0_IP_PLACEHOLDER,
     KubernetesRequest,
+    app_labels,
     format_request,
-)
-from anylaunch.schedulers.kubernetes_request import (  # re-exported: the module's old public path
-    _mask_env as _mask_env,
-)
-from anylaunch.schedulers.kubernetes_request import (
-    app_labels as app_labels,
-)
-from anylaunch.schedulers.kubernetes_request import (
-    record_configmap as record_configmap,
-)
-from anylaunch.schedulers.kubernetes_state import (  # re-exported: the module's old public path
-    _NORMAL_WAITING as _NORMAL_WAITING,
+    record_configmap,
+    record_data,
+    role_record,
 )
 from anylaunch.schedulers.kubernetes_state import (
     AppView,
     ReplicaView,
     app_state_of,
+    app_verdict,
+    describe_response,
+    group_by_replica,
     newest,
     pending_reason,
     pod_replica_state,
 )
-from anylaunch.schedulers.kubernetes_state import (
-    _replica_key as _replica_key,
-)
-from anylaunch.schedulers.kubernetes_state import (
-    _terminated_message as _terminated_message,
-)
-from anylaunch.schedulers.kubernetes_state import (
-    group_by_replica as group_by_replica,
-)
 from anylaunch.schedulers.shared import (
     RANK0_ENV,
+    aggregate_replica_states,
+    check_image_ref,
     role_from_record,
 )
-from anylaunch.specs.api import (
-    NONE,
-    AppDryRunInfo,
-    AppState,
-    ReplicaStatus,
-    Role,
-    RoleStatus,
-    make_app_handle,
-)
-from anylaunch.specs.errors import (
-    AnylaunchError,
-    InvalidSpecError,
-)
+from anylaunch.specs.api import AppDef, AppDryRunInfo, AppState, Role, make_app_handle
+from anylaunch.specs.errors import AnylaunchError, InvalidSpecError
 from anylaunch.specs.runopts import CfgVal, runopts
 from anylaunch.workspace.docker_workspace import DockerWorkspaceMixin
 
 __all__ = [
+    "ANNOTATION_CANCELLED",
+    "ANNOTATION_STOPPED",
     "LABEL_APP_ID",
+    "LABEL_APP_NAME",
     "LABEL_MANAGED_BY",
+    "LABEL_MODE",
     "LABEL_REPLICA_ID",
     "LABEL_ROLE",
+    "LABEL_ROLE_INDEX",
+    "LABEL_SCHEDULER",
+    "MANAGED_BY",
     "POD_OVERLAY_BLOCKLIST",
     "RANK0_ENV",
+    "RANK0_IP_PLACEHOLDER",
+    "RECORD_KEY",
+    "AppView",
     "KubeClient",
     "KubernetesApiError",
     "KubernetesCommonOpts",
@@ -185,26 +141,38 @@ __all__ = [
     "KubernetesSchedulerBase",
     "KubernetesSchedulerError",
     "KubernetesValidationError",
+    "PodOptions",
+    "ReplicaView",
+    "aggregate_replica_states",
+    "app_labels",
+    "app_state_of",
+    "apply_overlays",
     "apply_pod_overlays",
     "container_resources",
     "dns_label",
     "field_ref",
     "format_request",
+    "group_by_replica",
+    "label_value",
     "make_app_name",
+    "newest",
+    "opts_from_cfg",
     "parse_app_id",
+    "pending_reason",
     "pod_replica_state",
+    "port_name",
+    "record_configmap",
+    "replica_role",
+    "role_dns_names",
+    "role_from_record",
+    "role_record",
     "role_to_pod",
+    "utc_now",
 ]
 
 log: logging.Logger = logging.getLogger(__name__)
 
-
-def _record_data(record: Mapping[str, Any]) -> dict[str, Any]:
-    try:
-        data: dict[str, Any] = json.loads(record.get("data", {}).get(RECORD_KEY, "{}"))
-    except ValueError:
-        data = {}
-    return data
+_SchedulerT = TypeVar("_SchedulerT", bound="KubernetesSchedulerBase")
 
 
 def _in_selector(base: str, key: str, values: Sequence[str]) -> str:
@@ -212,35 +180,37 @@ def _in_selector(base: str, key: str, values: Sequence[str]) -> str:
 
 
 class KubernetesSchedulerBase(DockerWorkspaceMixin, Scheduler[Mapping[str, CfgVal]], abc.ABC):
-    """describe / list / cancel / delete / log_iter for apps made of labelled objects.
+    """describe / list / cancel / delete / logs for apps made of labelled objects.
 
     Workspaces are Docker images (:class:`DockerWorkspaceMixin`): built on the Docker engine
     of ``DOCKER_HOST`` at submission and pushed to ``image_repo`` when set (without it, the
     nodes must share that engine, as the local test cluster's kubelet does).
 
-    Subclasses render the objects (``_submit_dryrun``), name the workload kinds of each mode
+    Subclasses name themselves (``backend_name``) and their options (``opts_class``), render
+    the objects (:meth:`_render`), name the workload kinds of each mode
     (:meth:`_workload_kinds`) and derive replica states from them (:meth:`_replicas`).
 
     Args:
-        backend: scheduler name
         session_name: goes into app handles
         client: a ready :class:`KubeClient` (default: loaded from kubeconfig on first use)
         kubeconfig: kubeconfig path (default: ``$KUBECONFIG``, then ``~/.kube/config``)
         context: kubeconfig context (default: the current one)
     """
 
+    #: The scheduler's name (in app handles and labels).
+    backend_name: ClassVar[str]
     opts_class: type[KubernetesCommonOpts] = KubernetesCommonOpts
+    #: Kubernetes interleaves a container's stdout and stderr in one log.
     log_streams = (Stream.COMBINED,)
 
     def __init__(
         self,
-        backend: str,
         session_name: str,
         client: KubeClient | None = None,
         kubeconfig: str | None = None,
         context: str | None = None,
     ) -> None:
-        super().__init__(backend, session_name)
+        super().__init__(self.backend_name, session_name)
         if client is not None and not isinstance(client, KubeClient):
             raise InvalidSpecError(
                 "client", type(client).__name__, "is not a KubeClient", "pass KubeClient(api)"
@@ -248,6 +218,19 @@ class KubernetesSchedulerBase(DockerWorkspaceMixin, Scheduler[Mapping[str, CfgVa
         self._kube = client
         self._kubeconfig = kubeconfig
         self._context = context
+
+    @classmethod
+    def from_kwargs(
+        cls: type[_SchedulerT], session_name: str, kwargs: Mapping[str, Any]
+    ) -> _SchedulerT:
+        """The scheduler from the registry factory's keyword arguments: ``client``,
+        ``kubeconfig`` and ``context`` (others are ignored)."""
+        return cls(
+            session_name,
+            client=kwargs.get("client"),
+            kubeconfig=kwargs.get("kubeconfig"),
+            context=kwargs.get("context"),
+        )
 
     def client(self) -> KubeClient:
         """The API client (loaded from kubeconfig on first use)."""
@@ -264,6 +247,11 @@ class KubernetesSchedulerBase(DockerWorkspaceMixin, Scheduler[Mapping[str, CfgVa
     # --- hooks ------------------------------------------------------------------------
 
     @abc.abstractmethod
+    def _render(self, app: AppDef, opts: Any) -> KubernetesRequest:
+        """The request for ``app`` with the parsed and checked run options (an instance of
+        ``opts_class``); no I/O."""
+
+    @abc.abstractmethod
     def _workload_kinds(self, mode: str) -> list[tuple[str, str]]:
         """(apiVersion, kind) of the objects an app of ``mode`` is made of (besides its
         record); the first is the one whose status drives the app's."""
@@ -278,6 +266,35 @@ class KubernetesSchedulerBase(DockerWorkspaceMixin, Scheduler[Mapping[str, CfgVa
         """Stops the replicas still running in a FAILED app (hook: default nothing)."""
 
     # --- submission -------------------------------------------------------------------
+
+    def _validate(self, app: AppDef, scheduler: str, cfg: Mapping[str, CfgVal]) -> None:
+        """Every role needs resources and a container image (not the default ``.``)."""
+        super()._validate(app, scheduler, cfg)
+        for role in app.roles:
+            check_image_ref(role, self.backend)
+
+    def _submit_dryrun(self, app: AppDef, cfg: Mapping[str, CfgVal]) -> AppDryRunInfo[Any]:
+        """Renders the request offline; with ``validate_spec`` the API server checks it."""
+        opts = opts_from_cfg(self.opts_class, cfg)
+        request = self._render(app, opts)
+        request.workspace_builds = self.workspace_builds(app)
+        if opts.validate_spec:
+            self.validate_request(request)
+        return AppDryRunInfo(request, str)
+
+    def _record(
+        self, app: AppDef, mode: str, namespace: str, name: str, labels: Mapping[str, str]
+    ) -> dict[str, Any]:
+        """The app record (:func:`record_configmap`) of an app submitted by this scheduler."""
+        return record_configmap(
+            app,
+            scheduler=self.backend,
+            mode=mode,
+            namespace=namespace,
+            name=name,
+            session=self.session_name,
+            labels=labels,
+        )
 
     def _check_request(self, dryrun_info: AppDryRunInfo[Any]) -> KubernetesRequest:
         request = dryrun_info.request
@@ -405,74 +422,33 @@ class KubernetesSchedulerBase(DockerWorkspaceMixin, Scheduler[Mapping[str, CfgVa
         return views
 
     def _describe_view(self, namespace: str, view: AppView) -> DescribeAppResponse:
-        data = _record_data(view.record)
+        """One app's description from its record, workload and pods (see
+        :func:`~anylaunch.schedulers.kubernetes_state.app_verdict` for how its state is
+        decided). A FAILED app's remaining replicas are stopped once (``_stop_remaining``)."""
+        data = record_data(view.record)
         name = view.record["metadata"]["name"]
-        app_id = f"{namespace}:{name}"
         roles = [role_from_record(r) for r in data.get("roles", [])]
         role_labels: dict[str, str] = data.get("role_labels", {})
         annotations = view.record["metadata"].get("annotations") or {}
-        cancelled = ANNOTATION_CANCELLED in annotations
-        state, replicas, msg = self._replicas(view, roles, role_labels)
-        if state is None:
-            state = app_state_of([r.state for r in replicas])
-        if cancelled and state != AppState.SUCCEEDED:
-            state, msg = AppState.CANCELLED, "cancelled by request"
-        elif (
-            not view.workloads
-            and not state.is_terminal()
-            and time.time() - float(data.get("created", 0)) > _CREATING_GRACE_S
-        ):
-            state = AppState.FAILED
-            msg = "the app's workload objects are gone (deleted outside anylaunch?)"
-        if state == AppState.FAILED and not msg:
-            failed = [r for r in replicas if r.state == AppState.FAILED]
-            if failed:
-                msg = f"replica {failed[0].role}/{failed[0].replica_id} failed: {failed[0].msg}"
+        workload_state, replicas, msg = self._replicas(view, roles, role_labels)
+        created = float(data.get("created", 0))
+        state, msg = app_verdict(
+            workload_state,
+            replicas,
+            msg,
+            cancelled=ANNOTATION_CANCELLED in annotations,
+            workload_gone=not view.workloads and time.time() - created > _CREATING_GRACE_S,
+        )
         if state == AppState.FAILED and ANNOTATION_STOPPED not in annotations:
             self._stop_remaining(namespace, view, msg)
-        if state in (AppState.PENDING, AppState.SUBMITTED) and not msg:
-            waiting = [r for r in replicas if r.msg and not r.state.is_terminal()]
-            if waiting:
-                msg = f"{waiting[0].role}/{waiting[0].replica_id} pending: {waiting[0].msg}"
-
-        by_label = {label: role for role, label in role_labels.items()}
-        statuses: dict[str, list[ReplicaStatus]] = {role.name: [] for role in roles}
-        for rep in sorted(replicas, key=lambda r: (r.role, r.replica_id)):
-            rep_state = rep.state
-            if state == AppState.CANCELLED and not rep_state.is_terminal():
-                rep_state = AppState.CANCELLED
-            role_name = by_label.get(rep.role, rep.role)
-            statuses.setdefault(role_name, []).append(
-                ReplicaStatus(
-                    id=rep.replica_id,
-                    state=rep_state,
-                    role=role_name,
-                    hostname=rep.pod,
-                    structured_error_msg=rep.msg or NONE,
-                )
-            )
-        if state == AppState.CANCELLED:  # the workload is gone: show every replica
-            for role in roles:
-                have = {r.id for r in statuses[role.name]}
-                statuses[role.name] += [
-                    ReplicaStatus(i, AppState.CANCELLED, role.name, "")
-                    for i in range(role.num_replicas)
-                    if i not in have
-                ]
-        return DescribeAppResponse(
-            app_id=app_id,
-            state=state,
-            num_restarts=max((r.restarts for r in replicas), default=0),
-            msg=msg or NONE,
-            ui_url=None,
-            metadata={
-                "namespace": namespace,
-                "name": name,
-                "mode": view.record["metadata"].get("labels", {}).get(LABEL_MODE, ""),
-                "session": str(data.get("session", "")),
-            },
-            roles_statuses=[RoleStatus(role, reps) for role, reps in statuses.items()],
-            roles=roles,
+        metadata = {
+            "namespace": namespace,
+            "name": name,
+            "mode": view.record["metadata"].get("labels", {}).get(LABEL_MODE, ""),
+            "session": str(data.get("session", "")),
+        }
+        return describe_response(
+            f"{namespace}:{name}", state, msg, replicas, roles, role_labels, metadata
         )
 
     def describe(self, app_id: str) -> DescribeAppResponse | None:
@@ -500,7 +476,7 @@ class KubernetesSchedulerBase(DockerWorkspaceMixin, Scheduler[Mapping[str, CfgVa
         found: list[tuple[float, ListAppResponse]] = []
         for name, view in self._views(namespace, None).items():
             desc = self._describe_view(namespace, view)
-            data = _record_data(view.record)
+            data = record_data(view.record)
             session = str(data.get("session") or self.session_name)
             response = ListAppResponse(
                 app_id=desc.app_id,
@@ -570,7 +546,7 @@ class KubernetesSchedulerBase(DockerWorkspaceMixin, Scheduler[Mapping[str, CfgVa
         if parsed is None or record is None:
             return None
         namespace, name = parsed
-        data = _record_data(record)
+        data = record_data(record)
         labels = data.get("role_labels", {})
         replicas: dict[str, dict[int, Any]] = {}
         for role in data.get("roles", []):
@@ -583,135 +559,29 @@ class KubernetesSchedulerBase(DockerWorkspaceMixin, Scheduler[Mapping[str, CfgVa
     def _replica_log_lines(
         self, app_id: str, role_name: str, k: int, replica: Any, query: LogQuery
     ) -> Iterable[str]:
-        """Lines of one replica from its pod's log (the newest attempt).
-
-        Without ``should_tail`` every container of the pod is read (init containers first;
-        lines of containers other than the role's are prefixed ``[container] ``). With it, the
-        role's container is followed until the app ends (waiting for the pod to start, and
-        moving on to a retry's pod). Kubernetes interleaves stdout and stderr: only the
-        combined stream exists.
-        """
+        """Lines of one replica from its pod's log (the newest attempt): every container of
+        the pod, or with ``should_tail`` the role's container followed until the app ends
+        (see :func:`~anylaunch.schedulers.kubernetes_logs.pod_log_lines`)."""
         namespace, name, role_label = replica
         selector = (
             f"{self._selector()},{LABEL_APP_ID}={name},{LABEL_ROLE}={role_label},"
             f"{LABEL_REPLICA_ID}={k}"
         )
-        return self._log_lines(
-            app_id, namespace, selector, role_label, query.since, query.until, query.should_tail
+
+        def is_over() -> bool:
+            desc = self.describe(app_id)
+            return desc is None or desc.state.is_terminal()
+
+        return pod_log_lines(
+            self.client(),
+            namespace,
+            selector,
+            role_label,
+            query.since,
+            query.until,
+            query.should_tail,
+            is_over,
         )
-
-    def _is_over(self, app_id: str) -> bool:
-        desc = self.describe(app_id)
-        return desc is None or desc.state.is_terminal()
-
-    def _log_lines(
-        self,
-        app_id: str,
-        namespace: str,
-        selector: str,
-        container: str,
-        since: datetime | None,
-        until: datetime | None,
-        follow: bool,
-    ) -> Iterator[str]:
-        client = self.client()
-        query: dict[str, Any] = {}
-        if since is not None:
-            query["sinceSeconds"] = max(1, int(time.time() - since.timestamp()) + 1)
-        if until is not None:
-            query["timestamps"] = "true"
-        until_ts = until.timestamp() if until is not None else None
-
-        if not follow:
-            pod = newest(client.list("v1", "Pod", namespace, selector))
-            if pod is None:
-                return
-            spec = pod.get("spec", {})
-            names = [c["name"] for c in spec.get("initContainers", [])]
-            names += [c["name"] for c in spec.get("containers", [])]
-            for name in names:
-                path = f"/api/v1/namespaces/{namespace}/pods/{pod['metadata']['name']}/log"
-                try:
-                    text = client.text(path, {**query, "container": name})
-                except KubernetesApiError as e:
-                    if e.status == 400:  # not started yet (waiting): nothing logged
-                        continue
-                    raise
-                prefix = "" if name == container else f"[{name}] "
-                for line in _until(split_lines_iterator([text]), until_ts):
-                    yield prefix + line
-            return
-
-        seen: set[str] = set()
-        delay = 0.2
-        while True:
-            pod = newest(client.list("v1", "Pod", namespace, selector))
-            pod_name = pod["metadata"]["name"] if pod is not None else None
-            if pod is None or pod_name in seen or not _started(pod, container):
-                if self._is_over(app_id) and (pod is None or pod_name in seen):
-                    return
-                if pod is not None and pod_name not in seen and _finished_unstarted(pod):
-                    seen.add(str(pod_name))  # never ran (e.g. image error): nothing to read
-                    continue
-                time.sleep(delay)
-                delay = min(delay * 1.5, 2.0)
-                continue
-            seen.add(str(pod_name))
-            path = f"/api/v1/namespaces/{namespace}/pods/{pod_name}/log"
-            raw = client.stream(path, {**query, "container": container, "follow": "true"})
-            try:
-                yield from _until(split_lines_iterator(_decoded(raw)), until_ts)
-            finally:
-                raw.release_conn()
-            delay = 0.2
-
-
-def _until(lines: Iterable[str], until_ts: float | None) -> Iterator[str]:
-    """Drops the RFC 3339 timestamp prefix (present when ``until`` is set) and stops after
-    ``until``."""
-    for line in lines:
-        if until_ts is None:
-            yield line
-            continue
-        stamp, _, rest = line.partition(" ")
-        ts = _parse_rfc3339(stamp)
-        if ts is not None and ts > until_ts:
-            return
-        yield rest
-
-
-def _parse_rfc3339(stamp: str) -> float | None:
-    # e.g. 2024-01-02T03:04:05.123456789Z (nanoseconds: fromisoformat takes at most micro)
-    match = re.fullmatch(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(\.\d+)?Z", stamp)
-    if match is None:
-        return None
-    base = datetime.fromisoformat(match.group(1)).replace(tzinfo=timezone.utc).timestamp()
-    return base + float(match.group(2) or 0)
-
-
-def _decoded(raw: Any) -> Iterator[str]:
-    import codecs
-
-    decoder = codecs.getincrementaldecoder("utf-8")("replace")
-    for chunk in raw.stream(8192, decode_content=True):
-        text = decoder.decode(chunk)
-        if text:
-            yield text
-    tail = decoder.decode(b"", final=True)
-    if tail:
-        yield tail
-
-
-def _started(pod: Mapping[str, Any], container: str) -> bool:
-    for status in pod.get("status", {}).get("containerStatuses") or []:
-        if status.get("name") == container:
-            state = status.get("state") or {}
-            return "running" in state or "terminated" in state
-    return False
-
-
-def _finished_unstarted(pod: Mapping[str, Any]) -> bool:
-    return pod.get("status", {}).get("phase") in ("Failed", "Succeeded")
 
 
 def _replace_placeholder(obj: Any, ip: str) -> None:

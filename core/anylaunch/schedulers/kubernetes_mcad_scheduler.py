@@ -38,31 +38,22 @@ from dataclasses import dataclass
 from typing import Any
 
 from anylaunch.schedulers.kubernetes_common import (
-    KubeClient,
+    KubeClient as KubeClient,  # re-exported: the module's old public name
+)
+from anylaunch.schedulers.kubernetes_common import (
     KubernetesSchedulerBase,
 )
 from anylaunch.schedulers.kubernetes_names import (
-    LABEL_APP_ID,
-    LABEL_REPLICA_ID,
-    LABEL_ROLE,
-    LABEL_ROLE_INDEX,
     KubernetesCommonOpts,
     make_app_name,
-    opts_from_cfg,
     role_dns_names,
 )
-from anylaunch.schedulers.kubernetes_pods import (
-    PodOptions,
-    apply_overlays,
-    apply_pod_overlays,
-    port_name,
-    replica_role,
-    role_to_pod,
-)
+from anylaunch.schedulers.kubernetes_pods import PodOptions, apply_overlays
 from anylaunch.schedulers.kubernetes_request import (
     KubernetesRequest,
     app_labels,
-    record_configmap,
+    headless_service,
+    replica_pods,
 )
 from anylaunch.schedulers.kubernetes_state import (
     AppView,
@@ -71,9 +62,8 @@ from anylaunch.schedulers.kubernetes_state import (
     newest,
     pod_replica_state,
 )
-from anylaunch.specs.api import AppDef, AppDryRunInfo, AppState, Role
+from anylaunch.specs.api import AppDef, AppState, Role
 from anylaunch.specs.errors import InvalidRunConfigException
-from anylaunch.specs.runopts import CfgVal
 
 __all__ = [
     "APPWRAPPER_OVERLAY_BLOCKLIST",
@@ -139,16 +129,8 @@ class KubernetesMCADScheduler(KubernetesSchedulerBase):
         context: kubeconfig context (default: the current one)
     """
 
+    backend_name = BACKEND
     opts_class = KubernetesMCADOpts
-
-    def __init__(
-        self,
-        session_name: str,
-        client: KubeClient | None = None,
-        kubeconfig: str | None = None,
-        context: str | None = None,
-    ) -> None:
-        super().__init__(BACKEND, session_name, client, kubeconfig, context)
 
     def _workload_kinds(self, mode: str) -> list[tuple[str, str]]:
         # MCAD removes what it dispatched when its wrapper goes; the rest makes sure of it
@@ -159,31 +141,14 @@ class KubernetesMCADScheduler(KubernetesSchedulerBase):
             ("v1", "Pod"),
         ]
 
-    def _submit_dryrun(self, app: AppDef, cfg: Mapping[str, CfgVal]) -> AppDryRunInfo[Any]:
-        opts: KubernetesMCADOpts = opts_from_cfg(KubernetesMCADOpts, cfg)
-        request = self._render(app, opts)
-        request.workspace_builds = self.workspace_builds(app)
-        if opts.validate_spec:
-            self.validate_request(request)
-        return AppDryRunInfo(request, str)
-
     def _render(self, app: AppDef, opts: KubernetesMCADOpts) -> KubernetesRequest:
         name = make_app_name(app.name)
         namespace = opts.namespace
-        app_id = f"{namespace}:{name}"
         labels = app_labels(BACKEND, MODE, name, app.name)
-        role_names = role_dns_names(app)
-        total = sum(role.num_replicas for role in app.roles)
-        options = PodOptions(
-            service_account=opts.service_account,
-            priority_class=opts.priority_class,
-            image_pull_policy=opts.image_pull_policy,
-            reserved_millicpu=opts.reserved_millicpu,
-            reserved_memmb=opts.reserved_memmb,
-            scheduler_name=opts.coscheduler_name,
-        )
         items: list[dict[str, Any]] = []
+        pod_labels = {**labels, APPWRAPPER_LABEL: name}
         if opts.coscheduler_name:
+            pod_labels[PODGROUP_LABEL] = name
             items.append(
                 {
                     "replicas": 1,
@@ -197,74 +162,40 @@ class KubernetesMCADScheduler(KubernetesSchedulerBase):
                     },
                 }
             )
-        ports: dict[int, str] = {}
-        for role_idx, (role, role_name) in enumerate(zip(app.roles, role_names, strict=True)):
-            for port_key, port in role.port_map.items():
-                ports.setdefault(port, port_name(port_key))
-            for i in range(role.num_replicas):
-                rep = replica_role(role, app_id, i)
-                rep_labels = {
-                    **labels,
-                    LABEL_ROLE: role_name,
-                    LABEL_ROLE_INDEX: str(role_idx),
-                    LABEL_REPLICA_ID: str(i),
-                    APPWRAPPER_LABEL: name,
+        for rep in replica_pods(
+            app,
+            app_id=f"{namespace}:{name}",
+            labels=pod_labels,
+            options=PodOptions.from_opts(opts, scheduler_name=opts.coscheduler_name),
+            rank0_host=f"{role_dns_names(app)[0]}-0.{name}",
+            overlay_namespaces=["kubernetes", BACKEND],
+            subdomain=name,
+        ):
+            pod = rep.pod
+            pod["metadata"]["name"] = f"{name}-{rep.role_label}-{rep.replica_id}"
+            pod["metadata"]["namespace"] = namespace
+            main = next(c for c in pod["spec"]["containers"] if c["name"] == rep.role_label)
+            resources = main.get("resources", {})
+            items.append(
+                {
+                    "replicas": 1,
+                    "custompodresources": [
+                        {
+                            "replicas": 1,
+                            "requests": dict(resources.get("requests", {})),
+                            "limits": dict(resources.get("limits", {})),
+                        }
+                    ],
+                    "generictemplate": pod,
                 }
-                if opts.coscheduler_name:
-                    rep_labels[PODGROUP_LABEL] = name
-                pod = role_to_pod(
-                    rep,
-                    container=role_name,
-                    labels=rep_labels,
-                    rank0_host=None if role_idx == 0 and i == 0 else f"{role_names[0]}-0.{name}",
-                    options=options,
-                    hostname=f"{role_name}-{i}",
-                    subdomain=name,
-                )
-                pod["metadata"]["name"] = f"{name}-{role_name}-{i}"
-                pod["metadata"]["namespace"] = namespace
-                targets: list[tuple[AppDef | Role, str]] = [
-                    (app, "kubernetes"),
-                    (rep, "kubernetes"),
-                    (app, BACKEND),
-                    (rep, BACKEND),
-                ]
-                apply_pod_overlays(pod, targets, role_name, options.image_pull_policy)
-                main = next(c for c in pod["spec"]["containers"] if c["name"] == role_name)
-                resources = main.get("resources", {})
-                items.append(
-                    {
-                        "replicas": 1,
-                        "custompodresources": [
-                            {
-                                "replicas": 1,
-                                "requests": dict(resources.get("requests", {})),
-                                "limits": dict(resources.get("limits", {})),
-                            }
-                        ],
-                        "generictemplate": pod,
-                    }
-                )
-        service: dict[str, Any] = {
-            "apiVersion": "v1",
-            "kind": "Service",
-            "metadata": {"name": name, "namespace": namespace, "labels": dict(labels)},
-            "spec": {
-                "clusterIP": "None",
-                "publishNotReadyAddresses": True,
-                "selector": {LABEL_APP_ID: name},
-            },
-        }
-        if ports:
-            service["spec"]["ports"] = [
-                {"name": f"{pname[:11]}-{n}", "port": port, "targetPort": port}
-                for n, (port, pname) in enumerate(ports.items())
-            ]
-        items.append({"replicas": 1, "generictemplate": service})
+            )
+        items.append(
+            {"replicas": 1, "generictemplate": headless_service(app, name, namespace, labels)}
+        )
 
         spec: dict[str, Any] = {
             "resources": {"GenericItems": items},
-            "schedulingSpec": {"minAvailable": total},
+            "schedulingSpec": {"minAvailable": sum(role.num_replicas for role in app.roles)},
         }
         retries = min(role.max_retries for role in app.roles)
         if retries > 0:
@@ -280,15 +211,7 @@ class KubernetesMCADScheduler(KubernetesSchedulerBase):
         apply_overlays(
             wrapper, [(app, BACKEND)], "AppWrapper", APPWRAPPER_OVERLAY_BLOCKLIST, _SUGGESTION
         )
-        record = record_configmap(
-            app,
-            scheduler=BACKEND,
-            mode=MODE,
-            namespace=namespace,
-            name=name,
-            session=self.session_name,
-            labels=labels,
-        )
+        record = self._record(app, MODE, namespace, name, labels)
         return KubernetesRequest(
             scheduler=BACKEND,
             mode=MODE,
@@ -341,9 +264,4 @@ def create_scheduler(session_name: str, **kwargs: Any) -> KubernetesMCADSchedule
     >>> create_scheduler("demo").backend
     'kubernetes_mcad'
     """
-    return KubernetesMCADScheduler(
-        session_name,
-        client=kwargs.get("client"),
-        kubeconfig=kwargs.get("kubeconfig"),
-        context=kwargs.get("context"),
-    )
+    return KubernetesMCADScheduler.from_kwargs(session_name, kwargs)

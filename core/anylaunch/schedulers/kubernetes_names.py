@@ -194,6 +194,27 @@ class KubernetesCommonOpts(StructuredOpts):
         for name in ("reserved_millicpu", "reserved_memmb"):
             if getattr(self, name) < 0:
                 raise InvalidRunConfigException(name, getattr(self, name), "must be >= 0", "e.g. 0")
+        for name in ("service_account", "priority_class"):
+            value = getattr(self, name)
+            if value is not None and not is_dns_subdomain(value):
+                raise InvalidRunConfigException(
+                    name,
+                    value,
+                    "is not a Kubernetes object name (a DNS-1123 subdomain)",
+                    "use lowercase letters, digits, '-' and '.', e.g. 'trainer-sa'",
+                )
+
+
+_DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+
+
+def is_dns_subdomain(name: str) -> bool:
+    """True for a valid Kubernetes object name (DNS-1123 subdomain, at most 253 characters).
+
+    >>> is_dns_subdomain("trainer-sa"), is_dns_subdomain("Bad Account"), is_dns_subdomain("a.b")
+    (True, False, True)
+    """
+    return len(name) <= 253 and _DNS_SUBDOMAIN.fullmatch(name) is not None
 
 
 def opts_from_cfg(cls: type[KubernetesCommonOpts], cfg: Mapping[str, CfgVal]) -> Any:

@@ -11,8 +11,10 @@ from anylaunch.schedulers.kubernetes_names import (
     _ROLE_CONTAINER_FIELDS,
     _SHM_VOLUME,
     POD_OVERLAY_BLOCKLIST,
+    KubernetesCommonOpts,
     dns_label,
     field_ref,
+    is_dns_subdomain,
 )
 from anylaunch.schedulers.shared import (
     RANK0_ENV,
@@ -26,6 +28,7 @@ from anylaunch.specs.api import (
     VolumeMount,
     macros,
 )
+from anylaunch.specs.errors import InvalidSpecError
 
 
 def container_resources(
@@ -100,6 +103,22 @@ class PodOptions:
     reserved_memmb: int = 0
     scheduler_name: str | None = None
 
+    @classmethod
+    def from_opts(cls, opts: KubernetesCommonOpts, scheduler_name: str | None = None) -> PodOptions:
+        """The pod options of the run options both Kubernetes schedulers share.
+
+        >>> PodOptions.from_opts(KubernetesCommonOpts(service_account="sa")).service_account
+        'sa'
+        """
+        return cls(
+            service_account=opts.service_account,
+            priority_class=opts.priority_class,
+            image_pull_policy=opts.image_pull_policy,
+            reserved_millicpu=opts.reserved_millicpu,
+            reserved_memmb=opts.reserved_memmb,
+            scheduler_name=scheduler_name,
+        )
+
 
 def role_to_pod(
     role: Role,
@@ -143,6 +162,13 @@ def role_to_pod(
             volumes.append({"name": vol, "hostPath": {"path": mount.src_path}})
             mounts.append({"name": vol, "mountPath": mount.dst_path, "readOnly": mount.read_only})
         elif isinstance(mount, VolumeMount):
+            if not is_dns_subdomain(mount.src):
+                raise InvalidSpecError(
+                    f"Role[{role.name}].mounts",
+                    mount.src,
+                    "is not a PersistentVolumeClaim name (a DNS-1123 subdomain)",
+                    "use the claim's name: lowercase letters, digits, '-' and '.'",
+                )
             claim = {"claimName": mount.src, "readOnly": mount.read_only}
             volumes.append({"name": vol, "persistentVolumeClaim": claim})
             mounts.append({"name": vol, "mountPath": mount.dst_path, "readOnly": mount.read_only})

@@ -1,10 +1,18 @@
-"""The request of the Kubernetes schedulers: the objects to create, how they print (secrets masked), the app record and labels (no I/O)."""
+"""The request of the Kubernetes schedulers (no I/O): the objects to create and how they print
+(secret env values masked), the app's labels and headless Service, and the app record.
+
+The record is a ConfigMap named after the app: how it was submitted and its roles, written with
+the shared :func:`~anylaunch.schedulers.shared.role_record` with secret env values masked (the
+pods' own specs hold the real values) and read back with
+:func:`~anylaunch.schedulers.shared.role_from_record`, which also reads the records of earlier
+versions.
+"""
 
 from __future__ import annotations
 
 import json
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -13,18 +21,25 @@ from anylaunch.schedulers.kubernetes_names import (
     LABEL_APP_NAME,
     LABEL_MANAGED_BY,
     LABEL_MODE,
+    LABEL_REPLICA_ID,
+    LABEL_ROLE,
+    LABEL_ROLE_INDEX,
     LABEL_SCHEDULER,
     MANAGED_BY,
     RECORD_KEY,
     label_value,
     role_dns_names,
 )
-from anylaunch.schedulers.shared import (
-    role_record,
+from anylaunch.schedulers.kubernetes_pods import (
+    PodOptions,
+    apply_pod_overlays,
+    port_name,
+    replica_role,
+    role_to_pod,
 )
-from anylaunch.specs.api import (
-    AppDef,
-)
+from anylaunch.schedulers.shared import mask_env
+from anylaunch.schedulers.shared import role_record as shared_role_record
+from anylaunch.specs.api import AppDef, Role
 
 
 @dataclass
@@ -65,15 +80,22 @@ RANK0_IP_PLACEHOLDER = "<rank-0 pod IP: set at submission>"
 
 
 def _mask_env(obj: Any) -> None:
-    """Replaces the values of secret-looking env vars in every container found in ``obj``."""
-    from anylaunch.schedulers.shared import is_secret_env_name
+    """Masks the values of secret env vars (:func:`~anylaunch.specs.secrets.mask_env`) in every
+    container found in ``obj``.
 
+    >>> pod = {"containers": [{"image": "i", "env": [{"name": "DB_PASS", "value": "pw"},
+    ...     {"name": "LR", "value": "0.1"}, {"name": "IP", "valueFrom": {}}]}]}
+    >>> _mask_env(pod)
+    >>> [var.get("value") for var in pod["containers"][0]["env"]]
+    ['***', '0.1', None]
+    """
     if isinstance(obj, dict):
         env = obj.get("env")
         if isinstance(env, list) and "image" in obj:
-            for var in env:
-                if isinstance(var, dict) and "value" in var and is_secret_env_name(var["name"]):
-                    var["value"] = "***"
+            plain = [v for v in env if isinstance(v, dict) and "value" in v and "name" in v]
+            masked = mask_env({str(v["name"]): str(v["value"]) for v in plain})
+            for var in plain:
+                var["value"] = masked[str(var["name"])]
         for value in obj.values():
             _mask_env(value)
     elif isinstance(obj, list):
@@ -114,6 +136,16 @@ def format_request(request: KubernetesRequest) -> str:
     return f"{header}\n{body}".rstrip("\n")
 
 
+def role_record(role: Role) -> dict[str, Any]:
+    """A role as the app record keeps it: the shared role record, secret env values masked.
+
+    >>> role = Role("w", "img", entrypoint="x", env={"HF_TOKEN": "t", "LR": "1"})
+    >>> role_record(role)["env"]
+    {'HF_TOKEN': '***', 'LR': '1'}
+    """
+    return shared_role_record(role, mask_secrets=True)
+
+
 def record_configmap(
     app: AppDef,
     *,
@@ -124,14 +156,23 @@ def record_configmap(
     session: str,
     labels: Mapping[str, str],
 ) -> dict[str, Any]:
-    """The app record: a ConfigMap with the roles (as given) and how the app was submitted."""
+    """The app record: a ConfigMap with the roles (as given, secrets masked) and how the app
+    was submitted.
+
+    >>> from anylaunch.specs import AppDef, Role
+    >>> app = AppDef("a", [Role("w", "img", entrypoint="x", env={"API_TOKEN": "s3cr3t"})])
+    >>> record = record_configmap(app, scheduler="kubernetes", mode="jobs", namespace="ml",
+    ...                           name="a-1", session="s", labels={})
+    >>> "s3cr3t" in str(record), record_data(record)["roles"][0]["env"]
+    (False, {'API_TOKEN': '***'})
+    """
     data = {
         "name": app.name,
         "session": session,
         "scheduler": scheduler,
         "mode": mode,
         "created": time.time(),
-        "roles": [role_record(role, mask_secrets=True) for role in app.roles],
+        "roles": [role_record(role) for role in app.roles],
         "role_labels": dict(zip([r.name for r in app.roles], role_dns_names(app), strict=True)),
     }
     return {
@@ -140,6 +181,15 @@ def record_configmap(
         "metadata": {"name": name, "namespace": namespace, "labels": dict(labels)},
         "data": {RECORD_KEY: json.dumps(data, sort_keys=True)},
     }
+
+
+def record_data(record: Mapping[str, Any]) -> dict[str, Any]:
+    """What :func:`record_configmap` stored (``{}`` for a damaged record)."""
+    try:
+        data = json.loads(record.get("data", {}).get(RECORD_KEY, "{}"))
+    except ValueError:
+        return {}
+    return data if isinstance(data, dict) else {}
 
 
 def app_labels(scheduler: str, mode: str, name: str, app_name: str) -> dict[str, str]:
@@ -154,3 +204,117 @@ def app_labels(scheduler: str, mode: str, name: str, app_name: str) -> dict[str,
     if value:
         labels[LABEL_APP_NAME] = value
     return labels
+
+
+def replica_labels(
+    labels: Mapping[str, str], role_label: str, role_index: int, replica_id: int
+) -> dict[str, str]:
+    """The app's labels plus those naming one replica (how describe finds its objects)."""
+    return {
+        **labels,
+        LABEL_ROLE: role_label,
+        LABEL_ROLE_INDEX: str(role_index),
+        LABEL_REPLICA_ID: str(replica_id),
+    }
+
+
+def headless_service(
+    app: AppDef, name: str, namespace: str, labels: Mapping[str, str]
+) -> dict[str, Any]:
+    """The app's headless Service ``{name}``: with each pod's hostname and subdomain it gives
+    the replicas DNS names (``{role}-{replica}.{name}``) on clusters with DNS; it exposes every
+    port of every role.
+
+    >>> from anylaunch.specs import AppDef, Role
+    >>> app = AppDef("a", [Role("w", "i", port_map={"c10d": 29500}),
+    ...                    Role("ps", "i", port_map={"c10d": 29501, "tb": 6006})])
+    >>> [(p["name"], p["port"]) for p in headless_service(app, "a-1", "ml", {})["spec"]["ports"]]
+    [('c10d', 29500), ('c10d-1', 29501), ('tb', 6006)]
+    """
+    ports: dict[int, str] = {}
+    for role in app.roles:
+        for port_key, port in role.port_map.items():
+            if port not in ports:
+                ports[port] = _unique_port_name(port_key, set(ports.values()))
+    service: dict[str, Any] = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": name, "namespace": namespace, "labels": dict(labels)},
+        "spec": {
+            "clusterIP": "None",  # headless: DNS records per pod, no virtual IP
+            "publishNotReadyAddresses": True,  # resolvable before readiness
+            "selector": {LABEL_APP_ID: name},
+        },
+    }
+    if ports:
+        service["spec"]["ports"] = [
+            {"name": pname, "port": port, "targetPort": port} for port, pname in ports.items()
+        ]
+    return service
+
+
+def _unique_port_name(name: str, taken: set[str]) -> str:
+    base = port_name(name)
+    candidate, n = base, 1
+    while candidate in taken:
+        candidate = f"{base[:12]}-{n}"
+        n += 1
+    return candidate
+
+
+@dataclass
+class ReplicaPod:
+    """One replica's pod, rendered and overlaid, and what the workload around it needs."""
+
+    role: Role
+    """The role as given."""
+    replica: Role
+    """The role with this replica's macros substituted (overlays of workloads apply to it)."""
+    role_label: str
+    replica_id: int
+    labels: dict[str, str]
+    """The replica's labels (before overlays)."""
+    pod: dict[str, Any]
+
+
+def replica_pods(
+    app: AppDef,
+    *,
+    app_id: str,
+    labels: Mapping[str, str],
+    options: PodOptions,
+    rank0_host: str,
+    overlay_namespaces: Sequence[str],
+    subdomain: str | None = None,
+) -> Iterator[ReplicaPod]:
+    """The pod of every replica, role by role. Rank 0 finds itself through its own pod IP, the
+    others through ``rank0_host``; with a ``subdomain`` each pod is ``{role}-{replica}`` in it.
+    The ``V1Pod`` overlays of each of ``overlay_namespaces`` apply in order, the app's before
+    the role's.
+
+    >>> from anylaunch.specs import AppDef, Role
+    >>> app = AppDef("a", [Role("w", "img", entrypoint="x", num_replicas=2)])
+    >>> pods = list(replica_pods(app, app_id="ml:a-1", labels={}, options=PodOptions(),
+    ...                          rank0_host="w-0.a-1", overlay_namespaces=["kubernetes"],
+    ...                          subdomain="a-1"))
+    >>> [(p.role_label, p.replica_id, p.pod["spec"]["hostname"]) for p in pods]
+    [('w', 0, 'w-0'), ('w', 1, 'w-1')]
+    >>> pods[1].pod["spec"]["containers"][0]["env"][0]
+    {'name': 'ANYLAUNCH_RANK0_HOST', 'value': 'w-0.a-1'}
+    """
+    for role_idx, (role, role_label) in enumerate(zip(app.roles, role_dns_names(app), strict=True)):
+        for i in range(role.num_replicas):
+            replica = replica_role(role, app_id, i)
+            rep_labels = replica_labels(labels, role_label, role_idx, i)
+            pod = role_to_pod(
+                replica,
+                container=role_label,
+                labels=rep_labels,
+                rank0_host=None if role_idx == 0 and i == 0 else rank0_host,
+                options=options,
+                hostname=f"{role_label}-{i}" if subdomain else None,
+                subdomain=subdomain,
+            )
+            targets = [t for ns in overlay_namespaces for t in ((app, ns), (replica, ns))]
+            apply_pod_overlays(pod, targets, role_label, options.image_pull_policy)
+            yield ReplicaPod(role, replica, role_label, i, rep_labels, pod)

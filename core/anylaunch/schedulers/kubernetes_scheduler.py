@@ -47,33 +47,25 @@ from dataclasses import dataclass
 from typing import Any
 
 from anylaunch.schedulers.kubernetes_common import (
-    KubeClient,
+    KubeClient as KubeClient,  # re-exported: the module's old public name
+)
+from anylaunch.schedulers.kubernetes_common import (
     KubernetesSchedulerBase,
     utc_now,
 )
 from anylaunch.schedulers.kubernetes_names import (
     ANNOTATION_STOPPED,
-    LABEL_REPLICA_ID,
-    LABEL_ROLE,
-    LABEL_ROLE_INDEX,
     KubernetesCommonOpts,
     make_app_name,
-    opts_from_cfg,
     role_dns_names,
 )
-from anylaunch.schedulers.kubernetes_pods import (
-    PodOptions,
-    apply_overlays,
-    apply_pod_overlays,
-    port_name,
-    replica_role,
-    role_to_pod,
-)
+from anylaunch.schedulers.kubernetes_pods import PodOptions, apply_overlays
 from anylaunch.schedulers.kubernetes_request import (
     RANK0_IP_PLACEHOLDER,
     KubernetesRequest,
     app_labels,
-    record_configmap,
+    headless_service,
+    replica_pods,
 )
 from anylaunch.schedulers.kubernetes_state import (
     AppView,
@@ -82,9 +74,8 @@ from anylaunch.schedulers.kubernetes_state import (
     newest,
     pod_replica_state,
 )
-from anylaunch.specs.api import AppDef, AppDryRunInfo, AppState, RetryPolicy, Role
+from anylaunch.specs.api import AppDef, AppState, RetryPolicy, Role
 from anylaunch.specs.errors import InvalidRunConfigException
-from anylaunch.specs.runopts import CfgVal
 
 __all__ = [
     "JOB_OVERLAY_BLOCKLIST",
@@ -176,16 +167,8 @@ class KubernetesScheduler(KubernetesSchedulerBase):
         context: kubeconfig context (default: the current one)
     """
 
+    backend_name = BACKEND
     opts_class = KubernetesOpts
-
-    def __init__(
-        self,
-        session_name: str,
-        client: KubeClient | None = None,
-        kubeconfig: str | None = None,
-        context: str | None = None,
-    ) -> None:
-        super().__init__(BACKEND, session_name, client, kubeconfig, context)
 
     def _workload_kinds(self, mode: str) -> list[tuple[str, str]]:
         if mode == "volcano":
@@ -194,106 +177,47 @@ class KubernetesScheduler(KubernetesSchedulerBase):
 
     # --- rendering --------------------------------------------------------------------
 
-    def _submit_dryrun(self, app: AppDef, cfg: Mapping[str, CfgVal]) -> AppDryRunInfo[Any]:
-        opts: KubernetesOpts = opts_from_cfg(KubernetesOpts, cfg)
+    def _render(self, app: AppDef, opts: KubernetesOpts) -> KubernetesRequest:
         if opts.mode == "volcano":
-            request = self._render_volcano(app, opts)
-        else:
-            request = self._render_jobs(app, opts)
-        request.workspace_builds = self.workspace_builds(app)
-        if opts.validate_spec:
-            self.validate_request(request)
-        return AppDryRunInfo(request, str)
-
-    @staticmethod
-    def _pod_options(opts: KubernetesOpts) -> PodOptions:
-        return PodOptions(
-            service_account=opts.service_account,
-            priority_class=opts.priority_class,
-            image_pull_policy=opts.image_pull_policy,
-            reserved_millicpu=opts.reserved_millicpu,
-            reserved_memmb=opts.reserved_memmb,
-        )
+            return self._render_volcano(app, opts)
+        return self._render_jobs(app, opts)
 
     def _render_jobs(self, app: AppDef, opts: KubernetesOpts) -> KubernetesRequest:
         name = make_app_name(app.name)
         namespace = opts.namespace
-        app_id = f"{namespace}:{name}"
         labels = app_labels(BACKEND, "jobs", name, app.name)
-        role_names = role_dns_names(app)
         pod_ip = opts.rank0_host == "pod_ip"
-        rank0_dns = f"{role_names[0]}-0.{name}"
-        options = self._pod_options(opts)
-
-        ports: dict[int, str] = {}
-        for role in app.roles:
-            for port_key, port in role.port_map.items():
-                if port not in ports:
-                    ports[port] = _unique_port_name(port_key, set(ports.values()))
-        service: dict[str, Any] = {
-            "apiVersion": "v1",
-            "kind": "Service",
-            "metadata": {"name": name, "namespace": namespace, "labels": dict(labels)},
-            "spec": {
-                "clusterIP": "None",  # headless: DNS records per pod, no virtual IP
-                "publishNotReadyAddresses": True,  # resolvable before readiness
-                "selector": {"anylaunch.io/app-id": name},
-            },
-        }
-        if ports:
-            service["spec"]["ports"] = [
-                {"name": pname, "port": port, "targetPort": port} for port, pname in ports.items()
-            ]
         objects: list[dict[str, Any]] = [
-            record_configmap(
-                app,
-                scheduler=BACKEND,
-                mode="jobs",
-                namespace=namespace,
-                name=name,
-                session=self.session_name,
-                labels=labels,
-            ),
-            service,
+            self._record(app, "jobs", namespace, name, labels),
+            headless_service(app, name, namespace, labels),
         ]
-        for role_idx, (role, role_name) in enumerate(zip(app.roles, role_names, strict=True)):
-            for i in range(role.num_replicas):
-                rep = replica_role(role, app_id, i)
-                rep_labels = {
-                    **labels,
-                    LABEL_ROLE: role_name,
-                    LABEL_ROLE_INDEX: str(role_idx),
-                    LABEL_REPLICA_ID: str(i),
-                }
-                is_rank0 = role_idx == 0 and i == 0
-                pod = role_to_pod(
-                    rep,
-                    container=role_name,
-                    labels=rep_labels,
-                    rank0_host=None if is_rank0 else RANK0_IP_PLACEHOLDER if pod_ip else rank0_dns,
-                    options=options,
-                    hostname=f"{role_name}-{i}",
-                    subdomain=name,
-                )
-                targets: list[tuple[AppDef | Role, str]] = [(app, BACKEND), (rep, BACKEND)]
-                apply_pod_overlays(pod, targets, role_name, options.image_pull_policy)
-                job: dict[str, Any] = {
-                    "apiVersion": "batch/v1",
-                    "kind": "Job",
-                    "metadata": {
-                        "name": f"{name}-{role_name}-{i}",
-                        "namespace": namespace,
-                        "labels": dict(rep_labels),
-                    },
-                    "spec": {
-                        "backoffLimit": role.max_retries,
-                        "completions": 1,
-                        "parallelism": 1,
-                        "template": {"metadata": pod["metadata"], "spec": pod["spec"]},
-                    },
-                }
-                apply_overlays(job, targets, "V1Job", JOB_OVERLAY_BLOCKLIST, _SUGGESTION)
-                objects.append(job)
+        for rep in replica_pods(
+            app,
+            app_id=f"{namespace}:{name}",
+            labels=labels,
+            options=PodOptions.from_opts(opts),
+            rank0_host=RANK0_IP_PLACEHOLDER if pod_ip else f"{role_dns_names(app)[0]}-0.{name}",
+            overlay_namespaces=[BACKEND],
+            subdomain=name,
+        ):
+            job: dict[str, Any] = {
+                "apiVersion": "batch/v1",
+                "kind": "Job",
+                "metadata": {
+                    "name": f"{name}-{rep.role_label}-{rep.replica_id}",
+                    "namespace": namespace,
+                    "labels": dict(rep.labels),
+                },
+                "spec": {
+                    "backoffLimit": rep.role.max_retries,
+                    "completions": 1,
+                    "parallelism": 1,
+                    "template": {"metadata": rep.pod["metadata"], "spec": rep.pod["spec"]},
+                },
+            }
+            targets: list[tuple[AppDef | Role, str]] = [(app, BACKEND), (rep.replica, BACKEND)]
+            apply_overlays(job, targets, "V1Job", JOB_OVERLAY_BLOCKLIST, _SUGGESTION)
+            objects.append(job)
         return KubernetesRequest(
             scheduler=BACKEND,
             mode="jobs",
@@ -308,49 +232,35 @@ class KubernetesScheduler(KubernetesSchedulerBase):
     def _render_volcano(self, app: AppDef, opts: KubernetesOpts) -> KubernetesRequest:
         name = make_app_name(app.name)
         namespace = opts.namespace
-        app_id = f"{namespace}:{name}"
         labels = app_labels(BACKEND, "volcano", name, app.name)
-        role_names = role_dns_names(app)
-        # Volcano's svc plugin names pods {job}-{task}-{index} and makes the job a subdomain
-        rank0_dns = f"{name}-{role_names[0]}-0-0.{name}"
-        options = self._pod_options(opts)
         tasks: list[dict[str, Any]] = []
         embedded: list[dict[str, Any]] = []
-        for role_idx, (role, role_name) in enumerate(zip(app.roles, role_names, strict=True)):
-            action = "RestartTask" if role.retry_policy == RetryPolicy.REPLICA else "RestartJob"
-            for i in range(role.num_replicas):
-                rep = replica_role(role, app_id, i)
-                rep_labels = {
-                    **labels,
-                    LABEL_ROLE: role_name,
-                    LABEL_ROLE_INDEX: str(role_idx),
-                    LABEL_REPLICA_ID: str(i),
+        for rep in replica_pods(
+            app,
+            app_id=f"{namespace}:{name}",
+            labels=labels,
+            options=PodOptions.from_opts(opts),
+            # Volcano's svc plugin names pods {job}-{task}-{index}; the job is their subdomain
+            rank0_host=f"{name}-{role_dns_names(app)[0]}-0-0.{name}",
+            overlay_namespaces=[BACKEND],
+        ):
+            retry = rep.role.retry_policy
+            action = "RestartTask" if retry == RetryPolicy.REPLICA else "RestartJob"
+            task = f"{rep.role_label}-{rep.replica_id}"
+            tasks.append(
+                {
+                    "name": task,
+                    "replicas": 1,
+                    "maxRetry": rep.role.max_retries,
+                    "policies": [
+                        {"event": "PodEvicted", "action": action},
+                        {"event": "PodFailed", "action": action},
+                    ],
+                    "template": {"metadata": rep.pod["metadata"], "spec": rep.pod["spec"]},
                 }
-                pod = role_to_pod(
-                    rep,
-                    container=role_name,
-                    labels=rep_labels,
-                    rank0_host=None if role_idx == 0 and i == 0 else rank0_dns,
-                    options=options,
-                )
-                apply_pod_overlays(
-                    pod, [(app, BACKEND), (rep, BACKEND)], role_name, options.image_pull_policy
-                )
-                task = f"{role_name}-{i}"
-                tasks.append(
-                    {
-                        "name": task,
-                        "replicas": 1,
-                        "maxRetry": role.max_retries,
-                        "policies": [
-                            {"event": "PodEvicted", "action": action},
-                            {"event": "PodFailed", "action": action},
-                        ],
-                        "template": {"metadata": pod["metadata"], "spec": pod["spec"]},
-                    }
-                )
-                pod_meta = {**pod["metadata"], "name": f"{name}-{task}-0", "namespace": namespace}
-                embedded.append({**pod, "metadata": pod_meta})
+            )
+            pod_meta = {**rep.pod["metadata"], "name": f"{name}-{task}-0", "namespace": namespace}
+            embedded.append({**rep.pod, "metadata": pod_meta})
         spec: dict[str, Any] = {
             "schedulerName": "volcano",
             "queue": opts.queue or "default",
@@ -368,15 +278,7 @@ class KubernetesScheduler(KubernetesSchedulerBase):
             "spec": spec,
         }
         apply_overlays(vcjob, [(app, BACKEND)], "VolcanoJob", VOLCANO_OVERLAY_BLOCKLIST, "")
-        record = record_configmap(
-            app,
-            scheduler=BACKEND,
-            mode="volcano",
-            namespace=namespace,
-            name=name,
-            session=self.session_name,
-            labels=labels,
-        )
+        record = self._record(app, "volcano", namespace, name, labels)
         return KubernetesRequest(
             scheduler=BACKEND,
             mode="volcano",
@@ -419,15 +321,6 @@ class KubernetesScheduler(KubernetesSchedulerBase):
             view.record["metadata"]["name"],
             {"metadata": {"annotations": {ANNOTATION_STOPPED: f"{utc_now()} {failed}"}}},
         )
-
-
-def _unique_port_name(name: str, taken: set[str]) -> str:
-    base = port_name(name)
-    candidate, n = base, 1
-    while candidate in taken:
-        candidate = f"{base[:12]}-{n}"
-        n += 1
-    return candidate
 
 
 def _stopped_msg(view: AppView) -> str:
@@ -521,9 +414,4 @@ def create_scheduler(session_name: str, **kwargs: Any) -> KubernetesScheduler:
     >>> create_scheduler("demo").backend
     'kubernetes'
     """
-    return KubernetesScheduler(
-        session_name,
-        client=kwargs.get("client"),
-        kubeconfig=kwargs.get("kubeconfig"),
-        context=kwargs.get("context"),
-    )
+    return KubernetesScheduler.from_kwargs(session_name, kwargs)

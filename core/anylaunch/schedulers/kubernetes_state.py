@@ -1,4 +1,11 @@
-"""How the objects of a Kubernetes app read as its state: pod and replica states, the app's state, views (no I/O)."""
+"""How the objects of a Kubernetes app read as its state (no I/O): pod phases as replica states,
+pending reasons and exit codes, the app's state, and the description built from them.
+
+The app's state from its replicas' is the shared rule
+(:func:`~anylaunch.schedulers.shared.aggregate_replica_states`); what Kubernetes adds is in
+:func:`app_verdict`: the workload's own state where it has one (a Volcano Job's phase, an
+AppWrapper's state), the cancel mark on the app record, and workload objects gone missing.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from anylaunch.schedulers.api import DescribeAppResponse
 from anylaunch.schedulers.kubernetes_names import (
     LABEL_REPLICA_ID,
     LABEL_ROLE,
@@ -13,9 +21,7 @@ from anylaunch.schedulers.kubernetes_names import (
 from anylaunch.schedulers.shared import (
     aggregate_replica_states,
 )
-from anylaunch.specs.api import (
-    AppState,
-)
+from anylaunch.specs.api import NONE, AppState, ReplicaStatus, Role, RoleStatus
 
 #: Waiting reasons that are just progress, not problems.
 _NORMAL_WAITING = {"ContainerCreating", "PodInitializing"}
@@ -153,3 +159,94 @@ class AppView:
     record: dict[str, Any]
     workloads: list[dict[str, Any]] = field(default_factory=list)
     pods: list[dict[str, Any]] = field(default_factory=list)
+
+
+def app_verdict(
+    workload_state: AppState | None,
+    replicas: Sequence[ReplicaView],
+    msg: str,
+    *,
+    cancelled: bool,
+    workload_gone: bool,
+) -> tuple[AppState, str]:
+    """The app's state and message.
+
+    The workload's own state decides when it has one, else the replicas' add up
+    (:func:`app_state_of`). Then the facts only Kubernetes knows: an app marked cancelled on
+    its record is CANCELLED (unless it had already succeeded), and an app whose workload
+    objects are gone (``workload_gone``: deleted outside anylaunch, past the creation grace)
+    is FAILED. The message names the first failed replica, or the first one pending and why.
+
+    >>> S = AppState
+    >>> app_verdict(None, [ReplicaView("w", 0, S.RUNNING), ReplicaView("w", 1, S.FAILED,
+    ...     "exit code 3")], "", cancelled=False, workload_gone=False)
+    (<AppState.FAILED: 5>, 'replica w/1 failed: exit code 3')
+    >>> app_verdict(None, [ReplicaView("w", 0, S.RUNNING)], "", cancelled=True,
+    ...     workload_gone=False)
+    (<AppState.CANCELLED: 6>, 'cancelled by request')
+    >>> app_verdict(S.PENDING, [ReplicaView("w", 0, S.PENDING, "Unschedulable: no node")], "",
+    ...     cancelled=False, workload_gone=False)
+    (<AppState.PENDING: 2>, 'w/0 pending: Unschedulable: no node')
+    """
+    state = app_state_of([r.state for r in replicas]) if workload_state is None else workload_state
+    if cancelled and state != AppState.SUCCEEDED:
+        return AppState.CANCELLED, "cancelled by request"
+    if workload_gone and not state.is_terminal():
+        return AppState.FAILED, "the app's workload objects are gone (deleted outside anylaunch?)"
+    if state == AppState.FAILED and not msg:
+        failed = [r for r in replicas if r.state == AppState.FAILED]
+        if failed:
+            msg = f"replica {failed[0].role}/{failed[0].replica_id} failed: {failed[0].msg}"
+    if state in (AppState.PENDING, AppState.SUBMITTED) and not msg:
+        waiting = [r for r in replicas if r.msg and not r.state.is_terminal()]
+        if waiting:
+            msg = f"{waiting[0].role}/{waiting[0].replica_id} pending: {waiting[0].msg}"
+    return state, msg
+
+
+def describe_response(
+    app_id: str,
+    state: AppState,
+    msg: str,
+    replicas: Sequence[ReplicaView],
+    roles: Sequence[Role],
+    role_labels: Mapping[str, str],
+    metadata: dict[str, str],
+) -> DescribeAppResponse:
+    """The description of an app in ``state``: a status per replica under its role's name
+    (every replica of a CANCELLED app, whose workload is gone, shows CANCELLED), the most
+    restarts of any replica, and the roles as recorded."""
+    by_label = {label: role for role, label in role_labels.items()}
+    statuses: dict[str, list[ReplicaStatus]] = {role.name: [] for role in roles}
+    for rep in sorted(replicas, key=lambda r: (r.role, r.replica_id)):
+        rep_state = rep.state
+        if state == AppState.CANCELLED and not rep_state.is_terminal():
+            rep_state = AppState.CANCELLED
+        role_name = by_label.get(rep.role, rep.role)
+        statuses.setdefault(role_name, []).append(
+            ReplicaStatus(
+                id=rep.replica_id,
+                state=rep_state,
+                role=role_name,
+                hostname=rep.pod,
+                structured_error_msg=rep.msg or NONE,
+            )
+        )
+    if state == AppState.CANCELLED:  # the workload is gone: show every replica
+        for role in roles:
+            have = {r.id for r in statuses[role.name]}
+            statuses[role.name] += [
+                ReplicaStatus(i, AppState.CANCELLED, role.name, "")
+                for i in range(role.num_replicas)
+                if i not in have
+            ]
+    return DescribeAppResponse(
+        app_id=app_id,
+        state=state,
+        num_restarts=max((r.restarts for r in replicas), default=0),
+        msg=msg or NONE,
+        ui_url=None,
+        metadata=metadata,
+        roles_statuses=[RoleStatus(role, reps) for role, reps in statuses.items()],
+        roles=list(roles),
+    )
