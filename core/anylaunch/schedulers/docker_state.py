@@ -1,4 +1,6 @@
-"""How the containers of a ``local_docker`` app add up to its state, and what must be done about it (a pure function of the engine's view: retries, failures, resumes)."""
+"""How the containers of a ``local_docker`` app add up to its state and its description, and
+what must be done about it (pure functions of the engine's view: retries, failures, resumes).
+"""
 
 from __future__ import annotations
 
@@ -7,10 +9,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from anylaunch.schedulers.api import DescribeAppResponse
 from anylaunch.schedulers.docker_request import (
     _EXITED,
     _KIND_EVENT,
     _KIND_REPLICA,
+    LABEL_APP_NAME,
     LABEL_EVENT,
     LABEL_EVENT_DATA,
     LABEL_KIND,
@@ -19,16 +23,25 @@ from anylaunch.schedulers.docker_request import (
     LABEL_RETRY_POLICY,
     LABEL_ROLE,
     LABEL_ROLE_INDEX,
+    LABEL_ROLE_SPEC,
+    LABEL_SESSION,
+    _describe_exit,
     _parse_time,
 )
 from anylaunch.schedulers.shared import (
     aggregate_replica_states,
+    is_secret_env_name,
+    role_from_record,
 )
 from anylaunch.specs.api import (
     NONE,
     AppState,
+    ReplicaStatus,
     RetryPolicy,
+    Role,
+    RoleStatus,
 )
+from anylaunch.specs.secrets import MASK
 
 # ---------------------------------------------------------------------------------------------
 # The engine's view of an app
@@ -52,6 +65,8 @@ class _Container:
     image_id: str = ""
     #: published ports: ``{"8080/tcp": "127.0.0.1:49153"}``
     ports: dict[str, str] = field(default_factory=dict)
+    #: the container's environment (inspect only; it holds the real secret values)
+    env: dict[str, str] = field(default_factory=dict, repr=False)
 
     @property
     def kind(self) -> str:
@@ -112,6 +127,13 @@ class _Container:
                 port: f"{bound[0]['HostIp']}:{bound[0]['HostPort']}"
                 for port, bound in ((attrs.get("NetworkSettings") or {}).get("Ports") or {}).items()
                 if bound
+            },
+            env={
+                key: value
+                for key, _, value in (
+                    str(item).partition("=")
+                    for item in (attrs.get("Config") or {}).get("Env") or []
+                )
             },
         )
 
@@ -237,6 +259,113 @@ def _evaluate(containers: Sequence[_Container], now: float, start_timeout: float
     return verdict(aggregate_replica_states(states.values()))
 
 
-# ---------------------------------------------------------------------------------------------
-# The scheduler
-# ---------------------------------------------------------------------------------------------
+def failure_message(trigger: _Container, stderr_tail: list[str]) -> tuple[str, str]:
+    """The app's failure message and its structured form (JSON) for the replica that failed
+    it for good.
+
+    >>> c = _Container("c1", "app-w-0", {LABEL_ROLE: "w", LABEL_MAX_RETRIES: "2"}, "exited", 3)
+    >>> msg, structured = failure_message(c, ["bad input"])
+    >>> msg
+    'replica w/0 (container app-w-0) failed with exit code 3 after 2 retries'
+    >>> json.loads(structured)["stderr_tail"]
+    ['bad input']
+    """
+    if trigger.status == "created":
+        reason = "never started (its launcher died before starting it)"
+    else:
+        reason = _describe_exit(trigger.exit_code or 0, trigger.oom_killed)
+    retries = trigger.max_retries
+    msg = (
+        f"replica {trigger.role}/{trigger.replica_id} (container {trigger.name}) failed "
+        f"with {reason}" + (f" after {retries} retries" if retries else "")
+    )
+    structured = json.dumps(
+        {
+            "role": trigger.role,
+            "replica_id": trigger.replica_id,
+            "container": trigger.name,
+            "exit_code": trigger.exit_code,
+            "message": reason,
+            "stderr_tail": stderr_tail,
+        }
+    )
+    return msg, structured
+
+
+def role_of(container: _Container) -> Role | None:
+    """The role a replica container runs, from its role record label; None without one.
+
+    The label is readable by anyone who can ``docker inspect``, so it holds secret env values
+    masked; they come back from the container's own env (where the real values live).
+    Records of earlier versions (local_cwd's old role spec form, secrets unmasked) read too.
+
+    >>> record = {"name": "w", "image": "busybox", "entrypoint": "sh",
+    ...           "env": {"HF_TOKEN": "***", "LR": "0.1"}}
+    >>> c = _Container("c1", "app-w-0", {LABEL_ROLE_SPEC: json.dumps(record)}, "running",
+    ...                env={"HF_TOKEN": "s3cr3t", "LR": "0.1", "PATH": "/bin"})
+    >>> role_of(c).env
+    {'HF_TOKEN': 's3cr3t', 'LR': '0.1'}
+    """
+    if LABEL_ROLE_SPEC not in container.labels:
+        return None
+    try:
+        record = json.loads(container.labels[LABEL_ROLE_SPEC])
+        env = record.get("env")
+        if isinstance(env, dict):
+            record["env"] = {
+                key: container.env.get(key, value)
+                if value == MASK and is_secret_env_name(key)
+                else value
+                for key, value in env.items()
+            }
+        return role_from_record(record)
+    except (ValueError, KeyError, TypeError, AttributeError):  # not a record: no role
+        return None
+
+
+def describe_app(
+    app_id: str, containers: Sequence[_Container], verdict: _Verdict, docker_host: str
+) -> DescribeAppResponse:
+    """The app's description from its (inspected) containers and their verdict: replica
+    statuses (hostnames are container names), roles, and where the host reaches each
+    replica's published ports."""
+    replicas = sorted(
+        (c for c in containers if c.kind == _KIND_REPLICA),
+        key=lambda c: (c.role_index, c.replica_id),
+    )
+    by_role: dict[str, list[ReplicaStatus]] = {}
+    roles: dict[str, Role] = {}
+    for c in replicas:
+        by_role.setdefault(c.role, []).append(
+            ReplicaStatus(
+                id=c.replica_id, state=verdict.replica_states[c.id], role=c.role, hostname=c.name
+            )
+        )
+        if c.role not in roles:
+            role = role_of(c)
+            if role is not None:
+                roles[c.role] = role
+    first = replicas[0]
+    return DescribeAppResponse(
+        app_id=app_id,
+        state=verdict.state,
+        num_restarts=verdict.num_restarts,
+        msg=verdict.msg,
+        structured_error_msg=verdict.structured_error_msg,
+        ui_url=None,
+        metadata={
+            "docker_host": docker_host,
+            "network": app_id,
+            "containers": ",".join(c.name for c in replicas),
+            # where the host reaches each replica's port_map ports (role/replica:port=addr)
+            "ports": ",".join(
+                f"{c.role}/{c.replica_id}:{port}={address}"
+                for c in replicas
+                for port, address in sorted(c.ports.items())
+            ),
+            "session": first.labels.get(LABEL_SESSION, ""),
+            "app_name": first.labels.get(LABEL_APP_NAME, ""),
+        },
+        roles_statuses=[RoleStatus(role, reps) for role, reps in by_role.items()],
+        roles=list(roles.values()),
+    )
