@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from anylaunch.schedulers import get_scheduler_factory
@@ -327,10 +327,12 @@ PRINT_ARGV = (
     ),
     value=st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00")),
 )
+@example(args=["$$", "$${x}", "$(id)", "${app_id}"], value="$$HOME")
 def test_any_argument_reaches_the_program_unchanged(
     tmp_path: Path, args: list[str], value: str
 ) -> None:
-    """The job script, run by /bin/sh as LSF would, hands the program its exact argv and env."""
+    """The job script, run by /bin/sh as LSF would, hands the program its exact argv and env
+    (after macro substitution, the spec's one rewrite: ``$$`` is a literal ``$``)."""
     role = Role(
         "w",
         image=str(tmp_path),
@@ -346,7 +348,10 @@ def test_any_argument_reaches_the_program_unchanged(
     )
     assert proc.returncode == 0, proc.stderr
     out = json.loads(Path(job.log_dir, "stdout.log").read_text().splitlines()[-1])
-    assert out["argv"] == args
-    assert out["env"] == value
+    values = macros.Values(
+        img_root=str(tmp_path), app_id=request.app_id, replica_id="0", rank0_env=RANK0_ENV
+    )
+    assert out["argv"] == [values.substitute(arg) for arg in args]
+    assert out["env"] == values.substitute(value)
     assert out["rank0"]  # this host's name
     assert not Path("/tmp/anylaunch-pwned").exists()
