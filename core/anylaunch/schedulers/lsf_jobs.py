@@ -1,4 +1,5 @@
-"""The LSF jobs of an app: one job script per replica (shell-quoted, secrets masked in print), its resources, directories and env (no I/O)."""
+"""The LSF jobs of an app (no I/O): one job script per replica, shell-quoted (secrets masked
+when printed), with its resources, directories and env."""
 
 from __future__ import annotations
 
@@ -373,6 +374,3 @@ def _build_request(app: AppDef, opts: LsfOpts, session: str) -> LsfRequest:
                 )
             )
     return LsfRequest(app_id=app_id, app_name=app.name, session=session, app_dir=app_dir, jobs=jobs)
-
-
-# --- the scheduler -----------------------------------------------------------------------------

@@ -7,15 +7,9 @@ import re
 import shlex
 from dataclasses import dataclass, field
 
-from anylaunch.schedulers.api import (
-    Stream,
-)
-from anylaunch.specs.api import (
-    AppState,
-)
-from anylaunch.specs.errors import (
-    AnylaunchError,
-)
+from anylaunch.schedulers.api import Stream
+from anylaunch.specs.api import AppState
+from anylaunch.specs.errors import AnylaunchError
 from anylaunch.specs.structured_opts import StructuredOpts
 
 BACKEND = "lsf"
@@ -217,6 +211,3 @@ def parse_job_description(text: str) -> dict[str, str] | None:
     if any(k not in fields for k in required) or not fields["replica"].isdigit():
         return None
     return fields
-
-
-# --- states ------------------------------------------------------------------------------------

@@ -75,9 +75,7 @@ from anylaunch.schedulers.lsf_state import (
     app_state,
     replica_state,
 )
-from anylaunch.schedulers.shared import (
-    RANK0_ENV,
-)
+from anylaunch.schedulers.shared import RANK0_ENV
 from anylaunch.specs.api import (
     NONE,
     AppDef,
@@ -87,9 +85,7 @@ from anylaunch.specs.api import (
     RoleStatus,
     make_app_handle,
 )
-from anylaunch.specs.errors import (
-    InvalidSpecError,
-)
+from anylaunch.specs.errors import InvalidSpecError
 from anylaunch.specs.runopts import CfgVal, runopts
 
 __all__ = [

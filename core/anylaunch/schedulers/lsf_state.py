@@ -12,12 +12,8 @@ from anylaunch.schedulers.lsf_names import (
     LSF_STATES,
     parse_job_description,
 )
-from anylaunch.schedulers.shared import (
-    aggregate_replica_states,
-)
-from anylaunch.specs.api import (
-    AppState,
-)
+from anylaunch.schedulers.shared import aggregate_replica_states
+from anylaunch.specs.api import AppState
 
 
 def replica_state(stat: str, exit_reason: str = "") -> AppState:
@@ -48,6 +44,8 @@ def app_state(states: Iterable[AppState]) -> AppState:
     <AppState.FAILED: 5>
     >>> app_state([AppState.SUCCEEDED, AppState.SUCCEEDED])
     <AppState.SUCCEEDED: 4>
+    >>> app_state([AppState.UNKNOWN, AppState.RUNNING])  # one host unreachable (UNKWN)
+    <AppState.RUNNING: 3>
     """
     return aggregate_replica_states(states)
 
@@ -113,6 +111,3 @@ def _latest(records: Iterable[_Record]) -> list[_Record]:
         if key not in by_replica or int(rec.job_id) > int(by_replica[key].job_id):
             by_replica[key] = rec
     return sorted(by_replica.values(), key=lambda r: int(r.job_id))
-
-
-# --- building the request ----------------------------------------------------------------------

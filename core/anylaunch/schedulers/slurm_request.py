@@ -1,4 +1,5 @@
-"""Names, run options and the batch script of the ``slurm`` scheduler: one het job per app, one component per role (no I/O)."""
+"""Names, run options and the batch script of the ``slurm`` scheduler (no I/O): one
+heterogeneous job per app, one component per role."""
 
 from __future__ import annotations
 
@@ -22,9 +23,7 @@ from anylaunch.specs.api import (
     Resource,
     macros,
 )
-from anylaunch.specs.errors import (
-    InvalidRunConfigException,
-)
+from anylaunch.specs.errors import InvalidRunConfigException
 from anylaunch.specs.structured_opts import StructuredOpts
 
 BACKEND = "slurm"

@@ -411,11 +411,19 @@ def _role_of(job: SlurmJob) -> str:
 
 
 def _app_state(jobs: Sequence[SlurmJob]) -> AppState:
-    """The app's state from its components' states.
+    """The app's state from its components' states (one component per role).
 
-    The app ends only when every component ended (the batch script, in the first one, may
-    still requeue the job): until then the components still going decide. Then the shared
-    rule (:func:`aggregate_replica_states`): a failure wins over a cancel.
+    Backend policy: the app ends only when every component ended, since the batch script (in
+    the first component) may still requeue the job after a replica failed; until then the
+    components still going decide. The states are then added up by the shared rule
+    (:func:`aggregate_replica_states`): e.g. a failure wins over a cancel.
+
+    >>> def jobs(*states: str) -> list[SlurmJob]:
+    ...     return [SlurmJob(str(i), "1", i, f"a:r{i}", s) for i, s in enumerate(states)]
+    >>> _app_state(jobs("FAILED", "RUNNING")).name  # the script may still requeue
+    'RUNNING'
+    >>> _app_state(jobs("UNKNOWN", "RUNNING")).name, _app_state(jobs("FAILED", "CANCELLED")).name
+    ('RUNNING', 'FAILED')
     """
     states = [job.app_state for job in jobs]
     going = [s for s in states if not s.is_terminal()]
