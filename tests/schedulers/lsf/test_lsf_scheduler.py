@@ -7,11 +7,13 @@ Waits poll with a generous deadline as a safety net only: nothing asserts on dur
 from __future__ import annotations
 
 import json
+import logging
 import shutil
 import socket
 import subprocess
 import sys
 import threading
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -200,7 +202,9 @@ def test_cancel_a_pending_app(lsf_cluster: LsfCluster) -> None:
     )
 
 
-def test_logs_follow_the_app_until_it_ends(lsf_cluster: LsfCluster) -> None:
+def test_logs_follow_the_app_until_it_ends(
+    lsf_cluster: LsfCluster, caplog: pytest.LogCaptureFixture
+) -> None:
     chatty = (
         "import sys, time\n"
         "for i in range(5):\n"
@@ -229,6 +233,13 @@ def test_logs_follow_the_app_until_it_ends(lsf_cluster: LsfCluster) -> None:
     assert info.value.field == "streams"
     with pytest.raises(UnknownAppException):
         sched.log_iter("nope-12345678", "w", 0)
+    # LSF's output files carry no timestamps: a time window is ignored, with a warning
+    since = datetime.now(timezone.utc) + timedelta(hours=1)
+    with caplog.at_level(logging.WARNING, logger="anylaunch.schedulers.api"):
+        assert list(sched.log_iter(app_id, "w", 0, since=since, streams=Stream.STDOUT)) == [
+            f"line {i}\n" for i in range(5)
+        ]
+    assert "carry no timestamps" in caplog.text
 
 
 @pytest.mark.slow
@@ -377,6 +388,34 @@ def test_every_lsf_state_is_mapped(lsf_cluster: LsfCluster, tmp_path: Path) -> N
         assert desc.roles_statuses[0].replicas[0].state == state
     sched.cancel(app_id)
     assert wait_state(sched, app_id, AppState.CANCELLED).msg.startswith("killed: w/0")
+
+
+def test_a_replica_of_unknown_state_does_not_hide_the_others(
+    lsf_cluster: LsfCluster, tmp_path: Path
+) -> None:
+    """The shared replica rule: one replica UNKWN (its host unreachable) while the other runs
+    is a running app (not UNKNOWN); all of them UNKWN is UNKNOWN."""
+    sched = create_scheduler("test")
+    pid_file = str(tmp_path / f"pid-{macros.replica_id}")
+    app = AppDef("unk", roles=[role("w", "-c", SLEEPER, pid_file, replicas=2)])
+    app_id = sched.submit(app, cfg(lsf_cluster))
+    for k in range(2):
+        pid_in(tmp_path / f"pid-{k}")
+    first, second = (job["id"] for job in lsf_cluster.jobs())
+    lsf_cluster.force_stat(first, "UNKWN")
+    desc = sched.describe(app_id)
+    assert desc is not None and desc.state == AppState.RUNNING, desc
+    assert [r.state for r in desc.roles_statuses[0].replicas] == [
+        AppState.UNKNOWN,
+        AppState.RUNNING,
+    ]
+    assert "lost contact with the host" in desc.msg
+    lsf_cluster.force_stat(second, "UNKWN")
+    assert sched.describe(app_id).state == AppState.UNKNOWN  # type: ignore[union-attr]
+    for job_id in (first, second):
+        lsf_cluster.force_stat(job_id, None)
+    sched.cancel(app_id)
+    wait_state(sched, app_id, AppState.CANCELLED)
 
 
 def test_resources_no_host_has_keep_the_app_pending_with_the_reason(

@@ -7,12 +7,14 @@ Waits poll with generous deadlines as a safety net only: nothing asserts on dura
 from __future__ import annotations
 
 import json
+import logging
 import os
 import subprocess
 import sys
 import threading
 import time
 from collections.abc import Iterator
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -262,16 +264,26 @@ def test_tail_follows_a_running_app_to_its_end(sched: SlurmScheduler, tmp_path: 
     assert desc is not None and desc.state.is_terminal()
 
 
-def test_log_iter_rejects_bad_arguments(sched: SlurmScheduler, tmp_path: Path) -> None:
-    app_id, _ = run_app(sched, AppDef("args", [py_role("w", "pass")]), tmp_path / "job")
-    with pytest.raises(InvalidSpecError, match="role_name"):
-        logs(sched, app_id, "nope")
-    with pytest.raises(InvalidSpecError, match="k"):
+def test_log_iter_rejects_bad_arguments(
+    sched: SlurmScheduler, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    app_id, _ = run_app(sched, AppDef("args", [py_role("w", "print('hi')")]), tmp_path / "job")
+    with pytest.raises(InvalidSpecError, match="Did you mean 'w'") as info:
+        logs(sched, app_id, "ww")
+    assert info.value.field == "role_name"
+    with pytest.raises(InvalidSpecError, match="has 1 replica") as info:
         logs(sched, app_id, "w", 1)
-    with pytest.raises(InvalidSpecError, match="streams"):
+    assert info.value.field == "k"
+    with pytest.raises(InvalidSpecError) as info:
         logs(sched, app_id, "w", streams="both")
+    assert info.value.field == "streams"
     with pytest.raises(UnknownAppException):
         logs(sched, "999999999", "w")
+    # Slurm's log files carry no timestamps: a time window is ignored, with a warning
+    since = datetime.now(timezone.utc) + timedelta(hours=1)
+    with caplog.at_level(logging.WARNING, logger="anylaunch.schedulers.api"):
+        assert logs(sched, app_id, "w", since=since) == ["hi\n"]
+    assert "carry no timestamps" in caplog.text
 
 
 # --- workspace -------------------------------------------------------------------------------
@@ -458,6 +470,35 @@ def test_accounting_agrees_with_the_controller(
         (rs.role, [r.state for r in rs.replicas]) for rs in desc.roles_statuses
     ]
     assert [j.num_tasks for j in records] == [2, 1]
+
+
+def test_a_role_of_unknown_size_accepts_any_replica_index(
+    sched: SlurmScheduler, tmp_path: Path
+) -> None:
+    """A job cancelled before it started has no step, so accounting knows no task count: once
+    the controller forgot it, log_iter accepts any replica index (and finds no lines)."""
+    role = py_role("w", "print('never runs')", num_replicas=2)
+    cfg: dict[str, Any] = {"job_dir": str(tmp_path / "job"), "sbatch_args": ["--begin=now+1hour"]}
+    app_id = sched.submit(AppDef("unsized", [role]), cfg)
+    sched.cancel(app_id)
+    assert wait_done(sched, app_id).state == AppState.CANCELLED
+    fresh = create_scheduler("test", squeue_ttl=0)  # a new process's view: nothing cached
+
+    def forgotten() -> bool:
+        return app_id not in fresh.query.snapshot(max_age=0)
+
+    wait_until(forgotten, "slurmctld to purge the cancelled job (MinJobAge)", timeout=120)
+
+    def accounted() -> Any:
+        jobs = fresh.query.jobs([app_id]).get(app_id)
+        return jobs if jobs and jobs[0].workdir else None
+
+    jobs: Any = wait_until(accounted, "slurmdbd to have the job's record", timeout=120)
+    assert [j.num_tasks for j in jobs] == [None]
+    assert logs(fresh, app_id, "w", 5) == []
+    with pytest.raises(InvalidSpecError) as info:
+        logs(fresh, app_id, "w", -1)
+    assert info.value.field == "k" and "an unknown number of" in str(info.value)
 
 
 def test_forgotten_apps_are_described_from_accounting(early_app: tuple[str, Path]) -> None:
