@@ -12,12 +12,15 @@ unchanged):
   refs, mounts, ``/dev/shm``, ports, node selector, service account, priority class, pull
   policy) and overlays with a blocklist.
 - :mod:`~anylaunch.schedulers.kubernetes_request`: the request (objects, masked printing), the
-  replicas' pods, the headless Service and the app *record*: a ConfigMap named after the app
-  holding what ``describe`` needs to rebuild the roles, and the cancellation mark. It outlives
-  a cancel (which deletes the workload), so a cancelled app still describes as CANCELLED until
-  it is deleted.
+  replicas' pods and the headless Service.
+- :mod:`~anylaunch.schedulers.kubernetes_record`: the app *record*, a ConfigMap named after the
+  app holding what ``describe`` needs to rebuild the roles (secret values masked), and the
+  cancellation mark. It outlives a cancel (which deletes the workload), so a cancelled app
+  still describes as CANCELLED until it is deleted.
 - :mod:`~anylaunch.schedulers.kubernetes_state`: pod status → replica state, pending reasons,
   exit codes, the app's state and description.
+- :mod:`~anylaunch.schedulers.kubernetes_queries`: the bounded list calls behind describe and
+  list, and the wait for the rank-0 pod's IP.
 - :mod:`~anylaunch.schedulers.kubernetes_logs`: pod logs, read or followed.
 - :mod:`~anylaunch.schedulers.kubernetes_client`: the REST client (plain dict objects,
   validated by the API server as sent); the ``kubernetes`` SDK is imported on first use.
@@ -54,7 +57,6 @@ from anylaunch.schedulers.kubernetes_client import (
 from anylaunch.schedulers.kubernetes_logs import pod_log_lines
 from anylaunch.schedulers.kubernetes_names import (
     _CREATING_GRACE_S,
-    _SELECTOR_CHUNK,
     ANNOTATION_CANCELLED,
     ANNOTATION_STOPPED,
     LABEL_APP_ID,
@@ -86,14 +88,14 @@ from anylaunch.schedulers.kubernetes_pods import (
     replica_role,
     role_to_pod,
 )
+from anylaunch.schedulers.kubernetes_queries import app_views, wait_rank0_ip
+from anylaunch.schedulers.kubernetes_record import record_configmap, record_data, role_record
 from anylaunch.schedulers.kubernetes_request import (
     RANK0_IP_PLACEHOLDER,
     KubernetesRequest,
     app_labels,
+    fill_rank0_ip,
     format_request,
-    record_configmap,
-    record_data,
-    role_record,
 )
 from anylaunch.schedulers.kubernetes_state import (
     AppView,
@@ -173,10 +175,6 @@ __all__ = [
 log: logging.Logger = logging.getLogger(__name__)
 
 _SchedulerT = TypeVar("_SchedulerT", bound="KubernetesSchedulerBase")
-
-
-def _in_selector(base: str, key: str, values: Sequence[str]) -> str:
-    return f"{base},{key} in ({','.join(values)})"
 
 
 class KubernetesSchedulerBase(DockerWorkspaceMixin, Scheduler[Mapping[str, CfgVal]], abc.ABC):
@@ -337,9 +335,7 @@ class KubernetesSchedulerBase(DockerWorkspaceMixin, Scheduler[Mapping[str, CfgVa
         try:
             for i, obj in enumerate(request.objects):
                 if request.rank0_pod_ip and i == request.rank0_index + 1:
-                    ip = self._wait_rank0_ip(request)
-                    for later in request.objects[i:]:
-                        _replace_placeholder(later, ip)
+                    fill_rank0_ip(request.objects[i:], wait_rank0_ip(client, request))
                 client.create(obj, request.namespace)
                 created.append(obj)
         except BaseException:
@@ -357,69 +353,12 @@ class KubernetesSchedulerBase(DockerWorkspaceMixin, Scheduler[Mapping[str, CfgVa
             raise
         return request.app_id
 
-    def _wait_rank0_ip(self, request: KubernetesRequest) -> str:
-        """Polls the rank-0 pod until it has an IP (``rank0_host=pod_ip``)."""
-        rank0 = request.objects[request.rank0_index]
-        labels = rank0["metadata"]["labels"]
-        selector = ",".join(
-            f"{k}={labels[k]}" for k in (LABEL_APP_ID, LABEL_ROLE, LABEL_REPLICA_ID)
-        )
-        deadline = time.monotonic() + request.rank0_timeout
-        delay = 0.1
-        while True:
-            pods = self.client().list("v1", "Pod", request.namespace, selector)
-            pod = newest(pods)
-            ip = (pod or {}).get("status", {}).get("podIP")
-            if ip:
-                return str(ip)
-            if time.monotonic() > deadline:
-                reason = pending_reason(pod) if pod else "its pod was not created"
-                raise KubernetesSchedulerError(
-                    f"the rank-0 pod of {request.app_id} got no IP within "
-                    f"{request.rank0_timeout:g}s ({reason or 'pending'}); the other replicas "
-                    "were not created. Fix: check the cluster's capacity, raise rank0_timeout, "
-                    "or use rank0_host=dns on a cluster with DNS"
-                )
-            time.sleep(delay)
-            delay = min(delay * 1.5, 2.0)
-
     # --- queries ----------------------------------------------------------------------
 
     def _views(self, namespace: str, names: Sequence[str] | None) -> dict[str, AppView]:
         """Records, workloads and pods of the given apps (all of this scheduler's apps in the
         namespace if ``names`` is None), in a bounded number of list calls."""
-        client = self.client()
-        base = self._selector()
-        selectors = (
-            [base]
-            if names is None
-            else [
-                _in_selector(base, LABEL_APP_ID, names[i : i + _SELECTOR_CHUNK])
-                for i in range(0, len(names), _SELECTOR_CHUNK)
-            ]
-        )
-        views: dict[str, AppView] = {}
-        for selector in selectors:
-            chunk: dict[str, AppView] = {}
-            for record in client.list("v1", "ConfigMap", namespace, selector):
-                name = record["metadata"]["name"]
-                if record["metadata"].get("labels", {}).get(LABEL_APP_ID) == name:
-                    chunk[name] = AppView(record=record)
-            if not chunk:
-                continue
-            modes = {v.record["metadata"]["labels"].get(LABEL_MODE, "") for v in chunk.values()}
-            kinds = {kind for mode in modes for kind in self._workload_kinds(mode)[:1]}
-            for api_version, kind in sorted(kinds):
-                for obj in client.list(api_version, kind, namespace, selector):
-                    app = obj["metadata"].get("labels", {}).get(LABEL_APP_ID, "")
-                    if app in chunk:
-                        chunk[app].workloads.append(obj)
-            for pod in client.list("v1", "Pod", namespace, selector):
-                app = pod["metadata"].get("labels", {}).get(LABEL_APP_ID, "")
-                if app in chunk:
-                    chunk[app].pods.append(pod)
-            views.update(chunk)
-        return views
+        return app_views(self.client(), namespace, self._selector(), names, self._workload_kinds)
 
     def _describe_view(self, namespace: str, view: AppView) -> DescribeAppResponse:
         """One app's description from its record, workload and pods (see
@@ -488,9 +427,6 @@ class KubernetesSchedulerBase(DockerWorkspaceMixin, Scheduler[Mapping[str, CfgVa
         return [resp for _, resp in sorted(found, key=lambda item: item[0])]
 
     # --- control ----------------------------------------------------------------------
-
-    def _parse_or_none(self, app_id: str) -> tuple[str, str] | None:
-        return parse_app_id(app_id)
 
     def _cancel_existing(self, app_id: str) -> None:
         """Marks the record cancelled, then deletes the workload (propagation Background: the
@@ -582,18 +518,6 @@ class KubernetesSchedulerBase(DockerWorkspaceMixin, Scheduler[Mapping[str, CfgVa
             query.should_tail,
             is_over,
         )
-
-
-def _replace_placeholder(obj: Any, ip: str) -> None:
-    if isinstance(obj, dict):
-        for key, value in obj.items():
-            if value == RANK0_IP_PLACEHOLDER:
-                obj[key] = ip
-            else:
-                _replace_placeholder(value, ip)
-    elif isinstance(obj, list):
-        for item in obj:
-            _replace_placeholder(item, ip)
 
 
 def utc_now() -> str:

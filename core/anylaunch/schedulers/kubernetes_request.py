@@ -1,17 +1,10 @@
 """The request of the Kubernetes schedulers (no I/O): the objects to create and how they print
-(secret env values masked), the app's labels and headless Service, and the app record.
-
-The record is a ConfigMap named after the app: how it was submitted and its roles, written with
-the shared :func:`~anylaunch.schedulers.shared.role_record` with secret env values masked (the
-pods' own specs hold the real values) and read back with
-:func:`~anylaunch.schedulers.shared.role_from_record`, which also reads the records of earlier
-versions.
+(secret env values masked), the app's labels, its replicas' pods and its headless Service. The
+app record is :mod:`~anylaunch.schedulers.kubernetes_record`'s.
 """
 
 from __future__ import annotations
 
-import json
-import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,7 +19,6 @@ from anylaunch.schedulers.kubernetes_names import (
     LABEL_ROLE_INDEX,
     LABEL_SCHEDULER,
     MANAGED_BY,
-    RECORD_KEY,
     label_value,
     role_dns_names,
 )
@@ -38,7 +30,6 @@ from anylaunch.schedulers.kubernetes_pods import (
     role_to_pod,
 )
 from anylaunch.schedulers.shared import mask_env
-from anylaunch.schedulers.shared import role_record as shared_role_record
 from anylaunch.specs.api import AppDef, Role
 
 
@@ -77,6 +68,25 @@ class KubernetesRequest:
 
 #: The rank-0 host of the non-rank-0 replicas with ``rank0_host=pod_ip``, until known.
 RANK0_IP_PLACEHOLDER = "<rank-0 pod IP: set at submission>"
+
+
+def fill_rank0_ip(objects: Any, ip: str) -> None:
+    """Puts the rank-0 pod's IP where :data:`RANK0_IP_PLACEHOLDER` stands in ``objects``.
+
+    >>> objects = [{"env": [{"name": "ANYLAUNCH_RANK0_HOST", "value": RANK0_IP_PLACEHOLDER}]}]
+    >>> fill_rank0_ip(objects, "10.0.0.7")
+    >>> objects[0]["env"][0]["value"]
+    '10.0.0.7'
+    """
+    if isinstance(objects, dict):
+        for key, value in objects.items():
+            if value == RANK0_IP_PLACEHOLDER:
+                objects[key] = ip
+            else:
+                fill_rank0_ip(value, ip)
+    elif isinstance(objects, list):
+        for item in objects:
+            fill_rank0_ip(item, ip)
 
 
 def _mask_env(obj: Any) -> None:
@@ -134,62 +144,6 @@ def format_request(request: KubernetesRequest) -> str:
     dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)  # libyaml: ~20x faster
     body = yaml.dump_all(objects, Dumper=dumper, sort_keys=False, default_flow_style=False)
     return f"{header}\n{body}".rstrip("\n")
-
-
-def role_record(role: Role) -> dict[str, Any]:
-    """A role as the app record keeps it: the shared role record, secret env values masked.
-
-    >>> role = Role("w", "img", entrypoint="x", env={"HF_TOKEN": "t", "LR": "1"})
-    >>> role_record(role)["env"]
-    {'HF_TOKEN': '***', 'LR': '1'}
-    """
-    return shared_role_record(role, mask_secrets=True)
-
-
-def record_configmap(
-    app: AppDef,
-    *,
-    scheduler: str,
-    mode: str,
-    namespace: str,
-    name: str,
-    session: str,
-    labels: Mapping[str, str],
-) -> dict[str, Any]:
-    """The app record: a ConfigMap with the roles (as given, secrets masked) and how the app
-    was submitted.
-
-    >>> from anylaunch.specs import AppDef, Role
-    >>> app = AppDef("a", [Role("w", "img", entrypoint="x", env={"API_TOKEN": "s3cr3t"})])
-    >>> record = record_configmap(app, scheduler="kubernetes", mode="jobs", namespace="ml",
-    ...                           name="a-1", session="s", labels={})
-    >>> "s3cr3t" in str(record), record_data(record)["roles"][0]["env"]
-    (False, {'API_TOKEN': '***'})
-    """
-    data = {
-        "name": app.name,
-        "session": session,
-        "scheduler": scheduler,
-        "mode": mode,
-        "created": time.time(),
-        "roles": [role_record(role) for role in app.roles],
-        "role_labels": dict(zip([r.name for r in app.roles], role_dns_names(app), strict=True)),
-    }
-    return {
-        "apiVersion": "v1",
-        "kind": "ConfigMap",
-        "metadata": {"name": name, "namespace": namespace, "labels": dict(labels)},
-        "data": {RECORD_KEY: json.dumps(data, sort_keys=True)},
-    }
-
-
-def record_data(record: Mapping[str, Any]) -> dict[str, Any]:
-    """What :func:`record_configmap` stored (``{}`` for a damaged record)."""
-    try:
-        data = json.loads(record.get("data", {}).get(RECORD_KEY, "{}"))
-    except ValueError:
-        return {}
-    return data if isinstance(data, dict) else {}
 
 
 def app_labels(scheduler: str, mode: str, name: str, app_name: str) -> dict[str, str]:
