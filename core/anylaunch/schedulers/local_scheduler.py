@@ -53,6 +53,7 @@ from anylaunch.schedulers.local_request import (
 )
 from anylaunch.schedulers.shared import (
     RANK0_ENV,
+    aggregate_replica_states,
     role_from_record,
     role_record,
 )
@@ -80,6 +81,7 @@ __all__ = [
     "LocalRoleRequest",
     "LocalScheduler",
     "LocalSchedulerError",
+    "app_state",
     "assign_gpus",
     "create_scheduler",
     "format_request",
@@ -87,6 +89,37 @@ __all__ = [
 ]
 
 log: logging.Logger = logging.getLogger(__name__)
+
+
+def app_state(state: Mapping[str, Any]) -> AppState:
+    """The state of an app from its state record (``state.json``, or SUBMITTED before it).
+
+    The supervisor's own facts decide where it has them: SUBMITTED (no supervisor claimed the
+    app yet) and a terminal state (its decision after retries, a cancel, its crash, or a
+    take-over of an app whose supervisor is gone) are the app's state as recorded. While it
+    runs the app, the replicas' states add up by the shared rule
+    (:func:`~anylaunch.schedulers.shared.aggregate_replica_states`), except that the app is
+    not over before the supervisor says so: until it recorded the end, it is still stopping
+    processes (or restarting them), and the app stays as recorded.
+
+    >>> record = {"state": "PENDING", "replicas": [{"state": "RUNNING"}, {"state": "PENDING"}]}
+    >>> app_state(record).name
+    'RUNNING'
+    >>> retrying = [{"state": "FAILED"}, {"state": "RUNNING"}]  # the failed one restarts
+    >>> app_state({"state": "RUNNING", "replicas": retrying}).name
+    'RUNNING'
+    >>> app_state({"state": "CANCELLED", "replicas": [{"state": "SUCCEEDED"}]}).name
+    'CANCELLED'
+    """
+    recorded = AppState[state["state"]]
+    if recorded.is_terminal() or recorded == AppState.SUBMITTED:
+        return recorded
+    replicas = aggregate_replica_states(
+        AppState[replica["state"]] for replica in state.get("replicas", [])
+    )
+    if replicas.is_terminal() or replicas == AppState.UNKNOWN:
+        return recorded
+    return replicas
 
 
 class _TimeIndex:
@@ -380,9 +413,11 @@ class LocalScheduler(Scheduler[Mapping[str, CfgVal]]):
     ) -> dict[str, Any] | None:
         """Finishes an app whose supervisor is gone: kills its replica groups, writes the end.
 
-        The end is CANCELLED if a cancel was requested, else FAILED with ``problem``. ``seen``
-        is the supervisor the caller found gone (None: none): if another one claimed the app
-        since then and runs, the app is left to it.
+        The end is CANCELLED if a cancel was requested. Else the replicas still going are
+        FAILED, and the app's state is what its replicas' states add up to: FAILED with
+        ``problem``, unless every replica had succeeded before the supervisor went. ``seen`` is
+        the supervisor the caller found gone (None: none): if another one claimed the app since
+        then and runs, the app is left to it.
         """
         if not app_dir.is_dir():
             return None
@@ -412,12 +447,21 @@ class LocalScheduler(Scheduler[Mapping[str, CfgVal]]):
                 ls.kill_group(pgid, start, signal.SIGKILL)
             cancelled = (app_dir / ls.CANCEL_FILE).exists()
             end = AppState.CANCELLED if cancelled else AppState.FAILED
-            state["state"] = end.name
-            state["msg"] = "cancelled by request" if cancelled else problem
-            state["updated"] = time.time()
-            for r in state.get("replicas", []):
+            replicas = state.get("replicas", [])
+            for r in replicas:
                 if not AppState[r.get("state", "PENDING")].is_terminal():
                     r["state"] = end.name
+            # A requested cancel decides, as it does in the supervisor; else the replicas'
+            # states add up (no supervisor is left to retry a failed one).
+            final = end
+            if not cancelled and replicas:
+                final = aggregate_replica_states(AppState[r["state"]] for r in replicas)
+            state["state"] = final.name
+            state["msg"] = {
+                AppState.CANCELLED: "cancelled by request",
+                AppState.SUCCEEDED: "",
+            }.get(final, problem)
+            state["updated"] = time.time()
             ls.write_json_atomic(app_dir / ls.STATE_FILE, state)
             return state
 
@@ -452,7 +496,7 @@ class LocalScheduler(Scheduler[Mapping[str, CfgVal]]):
         supervisor = ls.recorded_supervisor(app_dir, state) or {}
         return DescribeAppResponse(
             app_id=app_id,
-            state=AppState[state["state"]],
+            state=app_state(state),
             num_restarts=int(state.get("num_restarts", 0)),
             msg=state.get("msg") or NONE,
             structured_error_msg=state.get("structured_error_msg", NONE),
@@ -486,7 +530,7 @@ class LocalScheduler(Scheduler[Mapping[str, CfgVal]]):
                     float(state.get("created", 0)),
                     ListAppResponse(
                         app_id=entry.name,
-                        state=AppState[state["state"]],
+                        state=app_state(state),
                         app_handle=make_app_handle(self.backend, session, entry.name),
                         name=str(request.get("app_name", "")),
                     ),
