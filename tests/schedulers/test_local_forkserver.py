@@ -13,10 +13,8 @@ import signal
 import socket
 import subprocess
 import sys
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -25,14 +23,12 @@ from anylaunch.schedulers import local_state as ls
 from anylaunch.schedulers.local_scheduler import LocalAppRequest, LocalScheduler, create_scheduler
 from anylaunch.specs import AppDef, AppState, Role
 from anylaunch.specs.errors import InvalidSpecError
+from tests.schedulers.local_helpers import CFG, DEADLINE_S, PY, gone, wait_until
 
 pytestmark = pytest.mark.skipif(
     not sys.platform.startswith("linux"), reason="reads process relations from /proc"
 )
 
-PY = sys.executable
-DEADLINE_S = 30.0
-CFG: dict[str, Any] = {"cancel_grace_s": 0.5}
 # a replica that waits until a file exists, then prints a line
 WAIT_FOR = (
     "import os, sys, time\n"
@@ -40,16 +36,6 @@ WAIT_FOR = (
     "    time.sleep(0.01)\n"
     "print('released', flush=True)\n"
 )
-
-
-def wait_until(predicate: Callable[[], Any], what: str, timeout: float = DEADLINE_S) -> Any:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.02)
-    raise AssertionError(f"gave up waiting for {what}")
 
 
 def parent_of(pid: int) -> int | None:
@@ -78,10 +64,6 @@ def servers_of(root: Path) -> list[int]:
                 if parent is not None and lf.MODULE not in cmdline(parent):
                     found.append(int(entry))
     return found
-
-
-def gone(pid: int) -> bool:
-    return ls.process_start_time(pid) is None
 
 
 def waiting_app(sched: LocalScheduler, go: Path, name: str = "w") -> str:

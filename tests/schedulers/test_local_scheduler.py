@@ -14,8 +14,8 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
-from datetime import datetime
+from collections.abc import Iterator
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +23,7 @@ import pytest
 
 from anylaunch.schedulers import get_scheduler_factory
 from anylaunch.schedulers import local_state as ls
-from anylaunch.schedulers.api import DescribeAppResponse, Stream
+from anylaunch.schedulers.api import Scheduler, Stream
 from anylaunch.schedulers.file_tail import follow, iter_lines
 from anylaunch.schedulers.local_scheduler import (
     LocalAppRequest,
@@ -33,75 +33,21 @@ from anylaunch.schedulers.local_scheduler import (
 )
 from anylaunch.specs import AppDef, AppState, Resource, RetryPolicy, Role
 from anylaunch.specs.errors import InvalidSpecError, UnknownAppException
+from tests.schedulers import local_previous_version as old
+from tests.schedulers.local_helpers import (
+    CFG,
+    DEADLINE_S,
+    PY,
+    gone,
+    py_role,
+    replica_pids,
+    run,
+    wait_done,
+    wait_running,
+    wait_until,
+)
 
 HERE = Path(__file__).parent
-PY = sys.executable
-CFG: dict[str, Any] = {"cancel_grace_s": 0.5}
-DEADLINE_S = 30.0
-
-
-# --- helpers -------------------------------------------------------------------------------
-
-
-def wait_until(predicate: Callable[[], Any], what: str, timeout: float = DEADLINE_S) -> Any:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.02)
-    raise AssertionError(f"gave up waiting for {what}")
-
-
-def wait_running(sched: LocalScheduler, app_id: str) -> DescribeAppResponse:
-    """``schedule`` returns before the supervisor started the replicas: wait for RUNNING."""
-
-    def running() -> DescribeAppResponse | None:
-        desc = sched.describe(app_id)
-        return desc if desc is not None and desc.state == AppState.RUNNING else None
-
-    desc: DescribeAppResponse = wait_until(running, f"{app_id} to be RUNNING")
-    return desc
-
-
-def wait_done(sched: LocalScheduler, app_id: str) -> DescribeAppResponse:
-    def done() -> DescribeAppResponse | None:
-        desc = sched.describe(app_id)
-        assert desc is not None
-        return desc if desc.state.is_terminal() else None
-
-    result: DescribeAppResponse = wait_until(done, f"{app_id} to end")
-    return result
-
-
-def gone(pid: int) -> bool:
-    """True once ``pid`` no longer runs (a zombie waiting for its reaper counts as gone)."""
-    return ls.process_start_time(pid) is None
-
-
-def py_role(name: str, code: str, *args: str, image: str = ".", **kwargs: Any) -> Role:
-    return Role(name, image=image, entrypoint=PY, args=["-c", code, *args], **kwargs)
-
-
-def run(
-    sched: LocalScheduler, *roles: Role, name: str = "app", cfg: dict[str, Any] | None = None
-) -> str:
-    return sched.submit(AppDef(name, roles=list(roles)), {**CFG, **(cfg or {})})
-
-
-def replica_pids(sched: LocalScheduler, app_id: str) -> list[int]:
-    """The pids of the app's replicas, once the supervisor has started all of them
-    (``schedule`` returns before that)."""
-
-    def started() -> list[int] | None:
-        state = ls.read_state(sched.state_root() / app_id)
-        assert state is not None
-        replicas = state.get("replicas") or []
-        pids = [r["pid"] for r in replicas if r.get("pid")]
-        return pids if replicas and len(pids) == len(replicas) else None
-
-    pids: list[int] = wait_until(started, f"replicas of {app_id} started")
-    return pids
 
 
 @pytest.fixture
@@ -522,21 +468,142 @@ def test_log_dir_runopt(sched: LocalScheduler, tmp_path: Path) -> None:
     assert list(sched.log_iter(app_id, "w")) == ["x\n"]
 
 
-def test_log_iter_rejects_bad_role_replica_stream_and_app(sched: LocalScheduler) -> None:
+def test_log_iter_arguments_are_checked_once_by_the_base(sched: LocalScheduler) -> None:
+    # local_cwd supplies only the hooks: the checks and their errors are the base's
+    assert LocalScheduler.log_iter is Scheduler.log_iter
     app_id = run(sched, Role("trainer", image=".", entrypoint="true", num_replicas=2))
-    with pytest.raises(InvalidSpecError, match="use one of: trainer") as err:
-        sched.log_iter(app_id, "trainr")
-    assert "Did you mean 'trainer'" in str(err.value)
-    with pytest.raises(InvalidSpecError, match="from 0 to 1"):
-        sched.log_iter(app_id, "trainer", k=2)
-    with pytest.raises(InvalidSpecError, match="from 0 to 1"):
-        sched.log_iter(app_id, "trainer", k=-1)
-    with pytest.raises(InvalidSpecError, match="stdout, stderr or combined"):
-        sched.log_iter(app_id, "trainer", streams="both")  # type: ignore[arg-type]
+    wait_done(sched, app_id)
+    early, late = datetime(2026, 1, 1), datetime(2026, 1, 2)
+    bad: list[tuple[dict[str, Any], str, str]] = [
+        ({"role_name": "trainr"}, "role_name", "Did you mean 'trainer'"),
+        ({"k": 2}, "k", "use a replica index from 0 to 1"),
+        ({"k": -1}, "k", "use a replica index from 0 to 1"),
+        ({"k": True}, "k", "has 2 replica(s)"),
+        ({"streams": "both"}, "streams", "use stdout, stderr or combined"),
+        ({"regex": "("}, "regex", "not a valid regular expression"),
+        ({"regex": 3}, "regex", "must be a str"),
+        ({"since": late, "until": early}, "until", "is before since"),
+        ({"since": early, "until": late.replace(tzinfo=timezone.utc)}, "until", "naive"),
+        ({"since": "yesterday"}, "since", "must be a datetime"),
+        ({"should_tail": "yes"}, "should_tail", "must be True or False"),
+    ]
+    for kwargs, field, problem in bad:
+        call: dict[str, Any] = {"role_name": "trainer", **kwargs}
+        with pytest.raises(InvalidSpecError) as err:
+            sched.log_iter(app_id, **call)  # raised at the call, before any line is read
+        assert (err.value.field, problem in str(err.value)) == (field, True), err.value
+    # the arguments are checked before the app is looked up
     with pytest.raises(InvalidSpecError, match="regular expression"):
-        sched.log_iter(app_id, "trainer", regex="(")
+        sched.log_iter("nope-12345678", "trainer", regex="(")
     with pytest.raises(UnknownAppException):
         sched.log_iter("nope-12345678", "trainer")
+
+
+# --- apps launched by the previous version ------------------------------------------------
+
+
+def dead_supervisor() -> dict[str, Any]:
+    """The identity of a supervisor that is gone (a finished process, another start time)."""
+    proc = subprocess.Popen(["true"])
+    proc.wait()
+    return {"pid": proc.pid, "start_time": "0"}
+
+
+def test_an_app_of_the_previous_version_describes_lists_and_logs(
+    sched: LocalScheduler, state_dir: Path
+) -> None:
+    t0 = time.time() - 100
+    out, err, late = (t0, "out x\n"), (t0 + 1, "err\n"), (t0 + 50, "late\n")
+    logs = {
+        (1, "stdout"): [out, late],
+        (1, "stderr"): [err],
+        (1, "combined"): [out, err, late],
+        (0, "combined"): [out, err],
+    }
+    replicas = [{"state": "SUCCEEDED"}, {"state": "SUCCEEDED"}]
+    old.write_app(
+        state_dir, state="SUCCEEDED", replicas=replicas, supervisor=dead_supervisor(), created=t0,
+        logs=logs,
+    )  # fmt: skip
+    app_id = old.APP_ID
+
+    desc = sched.describe(app_id)
+    assert desc is not None and desc.state == AppState.SUCCEEDED
+    assert desc.roles == [
+        Role(
+            "trainer",
+            image=".",
+            entrypoint="sh",
+            args=["-c", "echo out $0; echo err >&2", "x"],
+            env={"API_TOKEN": "s3cr3t", "LR": "0.1"},
+            num_replicas=2,
+            max_retries=1,
+            retry_policy=RetryPolicy.APPLICATION,
+            resource=Resource(cpu=1, gpu=0, memMB=64),
+            port_map={"http": 8080},
+        )
+    ]
+    [statuses] = desc.roles_statuses
+    assert [(r.role, r.id, r.state) for r in statuses.replicas] == [
+        ("trainer", 0, AppState.SUCCEEDED),
+        ("trainer", 1, AppState.SUCCEEDED),
+    ]
+    [listed] = sched.list()
+    assert (listed.app_id, listed.state, listed.name, listed.app_handle) == (
+        app_id,
+        AppState.SUCCEEDED,
+        "old app",
+        f"local_cwd://old/{app_id}",
+    )
+
+    assert list(sched.log_iter(app_id, "trainer", 1)) == ["out x\n", "err\n", "late\n"]
+    assert list(sched.log_iter(app_id, "trainer", 1, streams=Stream.STDOUT)) == [
+        "out x\n",
+        "late\n",
+    ]
+    assert list(sched.log_iter(app_id, "trainer", 1, streams=Stream.STDERR)) == ["err\n"]
+    middle = datetime.fromtimestamp(t0 + 10)
+    assert list(sched.log_iter(app_id, "trainer", 1, since=middle)) == ["late\n"]
+    assert list(sched.log_iter(app_id, "trainer", 1, until=middle)) == ["out x\n", "err\n"]
+    assert list(sched.log_iter(app_id, "trainer", 0, regex="err", should_tail=True)) == ["err\n"]
+    with pytest.raises(InvalidSpecError, match="Did you mean 'trainer'"):
+        sched.log_iter(app_id, "trainr")
+
+    sched.delete(app_id)
+    assert sched.describe(app_id) is None and sched.list() == []
+
+
+@pytest.mark.parametrize("second", ["SUCCEEDED", "RUNNING"])
+def test_an_app_whose_supervisor_died_ends_as_its_replicas_add_up(
+    sched: LocalScheduler, state_dir: Path, second: str
+) -> None:
+    # what a supervisor (of the previous version) killed while its app ran leaves behind
+    replicas: list[dict[str, Any]] = [{"state": "SUCCEEDED"}, {"state": second}]
+    leftover = None
+    if second == "RUNNING":
+        leftover = subprocess.Popen(["sleep", "60"], start_new_session=True)
+        start_time = ls.process_start_time(leftover.pid)
+        replicas[1].update(pid=leftover.pid, start_time=start_time)
+    old.write_app(
+        state_dir, state="RUNNING", replicas=replicas, supervisor=dead_supervisor(),
+        created=time.time() - 100,
+    )  # fmt: skip
+    try:
+        desc = sched.describe(old.APP_ID)
+        assert desc is not None
+        [statuses] = desc.roles_statuses
+        states = [r.state for r in statuses.replicas]
+        if leftover is None:  # every replica had succeeded: so did the app
+            assert (desc.state, states) == (AppState.SUCCEEDED, [AppState.SUCCEEDED] * 2)
+            assert "supervisor" not in desc.msg
+        else:  # the replica left running is killed and failed, and so is the app
+            assert (desc.state, states) == (AppState.FAILED, [AppState.SUCCEEDED, AppState.FAILED])
+            assert desc.msg.startswith("supervisor died")
+            assert leftover.wait(timeout=DEADLINE_S) == -signal.SIGKILL
+    finally:
+        if leftover is not None:
+            leftover.kill()
+            leftover.wait()
 
 
 @pytest.mark.parametrize("use_inotify", [True, False])
