@@ -10,10 +10,11 @@ context variables, which plain threads do not carry.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import queue
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from anylaunch.runner.lines import LineBuffer
@@ -38,14 +39,46 @@ from prefect_anylaunch.errors import (
 if TYPE_CHECKING:
     from anylaunch.runner import LogPump, Runner
 
-__all__ = ["DRAIN_TIMEOUT_S", "Redactor", "Waiter", "replica_rows"]
+__all__ = ["DRAIN_TIMEOUT_S", "Waiter", "masked_status", "replica_rows"]
 
 #: How long to keep reading the logs once the app has ended.
 DRAIN_TIMEOUT_S = 30.0
 
 
-def replica_rows(status: AppStatus) -> list[dict[str, Any]]:
-    """One row per replica: role, replica id, state, host and error (a table artifact).
+def masked_status(status: AppStatus, redact: Callable[[str], str]) -> AppStatus:
+    """A copy of ``status`` with secrets masked in its messages, errors and UI link (what a
+    task result, an artifact or an exception may show).
+
+    >>> from anylaunch.specs.api import ReplicaStatus, RoleStatus
+    >>> s = AppStatus(AppState.FAILED, msg="bad s3cr3t", roles=[RoleStatus("w", [
+    ...     ReplicaStatus(0, AppState.FAILED, "w", "h", '{"stderr_tail": ["s3cr3t"]}')])])
+    >>> m = masked_status(s, Redactor(["s3cr3t"]))
+    >>> m.msg, m.roles[0].replicas[0].structured_error_msg, s.msg
+    ('bad ***', '{"stderr_tail": ["***"]}', 'bad s3cr3t')
+    """
+    return dataclasses.replace(
+        status,
+        msg=redact(status.msg),
+        structured_error_msg=redact(status.structured_error_msg),
+        ui_url=None if status.ui_url is None else redact(status.ui_url),
+        roles=[
+            dataclasses.replace(
+                role,
+                replicas=[
+                    dataclasses.replace(rep, structured_error_msg=redact(rep.structured_error_msg))
+                    for rep in role.replicas
+                ],
+            )
+            for role in status.roles
+        ],
+    )
+
+
+def replica_rows(
+    status: AppStatus, redact: Callable[[str], str] | None = None
+) -> list[dict[str, Any]]:
+    """One row per replica: role, replica id, state, host and error (a table artifact),
+    secrets masked by ``redact``.
 
     >>> from anylaunch.specs.api import ReplicaStatus, RoleStatus
     >>> s = AppStatus(AppState.SUCCEEDED, roles=[RoleStatus("w", [
@@ -53,6 +86,8 @@ def replica_rows(status: AppStatus) -> list[dict[str, Any]]:
     >>> replica_rows(s)
     [{'role': 'w', 'replica': 0, 'state': 'SUCCEEDED', 'host': 'localhost', 'error': ''}]
     """
+    if redact is not None:
+        status = masked_status(status, redact)
     return [
         {
             "role": role.role,
@@ -171,7 +206,8 @@ class Waiter:
                 message=text,
             )
         assert isinstance(decision, Lost)
-        raise AnylaunchAppLostError(self.app_handle, self.status, text, reason=decision.reason)
+        last = None if self.status is None else masked_status(self.status, self._redact)
+        raise AnylaunchAppLostError(self.app_handle, last, text, reason=decision.reason)
 
     def _cancel(self, why: str) -> None:
         self._say(logging.WARNING, f"{self._redact(why)}: cancelling {self.app_handle}")
@@ -263,11 +299,8 @@ class Waiter:
         if status is None or not status.is_terminal():
             raise RuntimeError("raise_unless_succeeded() before the app ended")
         if status.state != AppState.SUCCEEDED:
-            masked = AppStatus.from_dict(status.to_dict())
-            masked.msg = self._redact(status.msg)
-            if masked.structured_error_msg != NONE:
-                masked.structured_error_msg = self._redact(status.structured_error_msg)
             text = failure_summary(self.app_handle, status, self._lines.tail, self._redact)
+            masked = masked_status(status, self._redact)
             raise AnylaunchAppFailedError(self.app_handle, masked, message=text)
         return status
 

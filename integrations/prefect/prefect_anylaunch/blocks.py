@@ -8,6 +8,7 @@ adapters that add Prefect's run logger, artifacts and flow-run labels.
 
 from __future__ import annotations
 
+from functools import cached_property
 from typing import Any, Literal
 
 from prefect._internal.compatibility.async_dispatch import async_dispatch
@@ -19,10 +20,12 @@ from pydantic import Field, field_validator, model_validator
 
 from anylaunch.runner import Runner, get_runner
 from anylaunch.specs.api import AppDef, AppDryRunInfo, AppHandle, AppStatus, parse_app_handle
+from anylaunch.specs.checks import check_seconds
 from anylaunch.specs.errors import InvalidSpecError, UnknownAppException, did_you_mean
+from anylaunch.specs.secrets import Redactor, app_redactor
 from anylaunch.specs.serialize import appdef_to_dict
 from prefect_anylaunch import _prefect
-from prefect_anylaunch._watch import Redactor, Waiter, replica_rows
+from prefect_anylaunch._watch import Waiter, masked_status, replica_rows
 from prefect_anylaunch.appdef import appdef_from_data
 
 __all__ = ["AnylaunchJob", "AnylaunchJobRun", "AnylaunchSchedulerSettings"]
@@ -135,6 +138,15 @@ class AnylaunchSchedulerSettings(Block):
         values = [*self.secret_cfg.get_secret_value().values(), *self.env().values()]
         return [str(v) for v in values if isinstance(v, (str, int, float))]
 
+    def redactor(self) -> Redactor:
+        """Masks every value of ``secret_cfg`` and ``secret_env`` (declared secret whatever
+        their names)."""
+        options = self.secret_cfg.get_secret_value().values()
+        env = self.env()
+        return Redactor(str(v) for v in options if isinstance(v, (str, int, float))) | (
+            Redactor.for_env(env, declared=env)
+        )
+
 
 class AnylaunchJob(JobBlock[dict[str, Any]]):
     """An anylaunch app to launch (a component with its arguments, or an AppDef), where to
@@ -245,6 +257,11 @@ class AnylaunchJob(JobBlock[dict[str, Any]]):
             )
         if self.app is not None:
             appdef_from_data(self.app)  # fail now, not at launch
+        # pydantic's gt=0 lets inf and nan through: the watch would refuse them after launch
+        check_seconds("AnylaunchJob.poll_interval_s", self.poll_interval_s, positive=True)
+        for name in ("startup_timeout_s", "run_timeout_s"):
+            if (value := getattr(self, name)) is not None:
+                check_seconds(f"AnylaunchJob.{name}", value, positive=True)
         if (
             self.settings is not None
             and self.scheduler is not None
@@ -279,9 +296,17 @@ class AnylaunchJob(JobBlock[dict[str, Any]]):
         base = self.settings.run_cfg() if self.settings is not None else {}
         return {**base, **self.cfg}
 
-    def redactor(self) -> Redactor:
-        """Masks this job's secret values."""
-        return Redactor(self.settings.secret_values() if self.settings is not None else [])
+    def redactor(self, app: AppDef | None = None) -> Redactor:
+        """Masks this job's secrets: every value of the settings block's ``secret_cfg`` and
+        ``secret_env``, and the env values of ``app`` (default: the ``app`` field) whose
+        names are declared in ``secret_env`` or say they are secret (the core rule,
+        :func:`anylaunch.specs.secrets.is_secret_env_name`: ``API_TOKEN``, ``DB_PASSWORD``...).
+        """
+        declared = self.settings.env() if self.settings is not None else {}
+        redact = self.settings.redactor() if self.settings is not None else Redactor()
+        if app is None and self.app is not None:
+            app = appdef_from_data(self.app)
+        return (redact | app_redactor(app, declared)) if app is not None else redact
 
     def build_app(self, runner: Runner | None = None) -> AppDef:
         """The AppDef to launch: the ``app`` field, or the component called with its
@@ -344,7 +369,7 @@ class AnylaunchJob(JobBlock[dict[str, Any]]):
         """The dryrun as markdown, secret values masked."""
         app = info._app
         name = app.name if app is not None else "app"
-        redact = self.redactor()
+        redact = self.redactor(app)
         request = redact(str(info)).replace("```", "'''")
         cfg = redact(", ".join(f"{k}={v}" for k, v in sorted(self.run_cfg().items())))
         return (
@@ -360,6 +385,20 @@ class AnylaunchJob(JobBlock[dict[str, Any]]):
         watched with this job's settings."""
         name = appdef_from_data(self.app).name if self.app is not None else None
         return AnylaunchJobRun(self, app_handle, app_name=name)
+
+    def _app_or_none(self) -> AppDef | None:
+        """The app this job launches, or None if it cannot be built (e.g. a job holding
+        only watch settings): what an attached run masks the env secrets of."""
+        if self.app is None and self.component is None:
+            return None
+        try:
+            return self.build_app()
+        except Exception as e:  # the declared secrets are masked all the same
+            redact = self.settings.redactor() if self.settings is not None else Redactor()
+            self.logger.warning(
+                "cannot rebuild the app to mask its env secrets: %s", redact(str(e))
+            )
+            return None
 
     async def atrigger(self) -> AnylaunchJobRun:
         """Async :meth:`trigger`."""
@@ -378,7 +417,9 @@ class AnylaunchJob(JobBlock[dict[str, Any]]):
     def _trigger(self) -> AnylaunchJobRun:
         with self.runner() as runner:
             info = self.dryrun(runner)
-            app_name = info._app.name if info._app is not None else "app"
+            app = info._app
+            app_name = app.name if app is not None else "app"
+            redact = self.redactor(app)
             if self.create_artifacts:
                 _prefect.create_artifact(
                     "markdown",
@@ -398,7 +439,7 @@ class AnylaunchJob(JobBlock[dict[str, Any]]):
                     if status is not None and status.ui_url:
                         _prefect.create_artifact(
                             "link",
-                            link=self.redactor()(status.ui_url),
+                            link=redact(status.ui_url),
                             link_text=handle,
                             key=_prefect.artifact_key(app_name, "link"),
                             description=f"where to follow {handle}",
@@ -408,7 +449,7 @@ class AnylaunchJob(JobBlock[dict[str, Any]]):
                 # cancel the app later, so do it now
                 runner.cancel(handle)
                 raise
-        return AnylaunchJobRun(self, handle, app_name=app_name)
+        return AnylaunchJobRun(self, handle, app_name=app_name, app=app)
 
 
 class AnylaunchJobRun(JobRun[dict[str, Any]]):
@@ -419,10 +460,16 @@ class AnylaunchJobRun(JobRun[dict[str, Any]]):
         job: the job whose watch settings apply (poll interval, timeouts, logs)
         app_handle: the app, ``{scheduler}://{session}/{app_id}``
         app_name: the app's name, for artifact keys (default: the app id)
+        app: the app as launched, whose env secrets are masked (default: rebuilt from
+            ``job`` when first needed)
     """
 
     def __init__(
-        self, job: AnylaunchJob, app_handle: AppHandle, app_name: str | None = None
+        self,
+        job: AnylaunchJob,
+        app_handle: AppHandle,
+        app_name: str | None = None,
+        app: AppDef | None = None,
     ) -> None:
         parse_app_handle(app_handle)  # MalformedAppHandleException names the fix
         if not isinstance(job, AnylaunchJob):
@@ -433,6 +480,13 @@ class AnylaunchJobRun(JobRun[dict[str, Any]]):
         self.app_handle = app_handle
         self.app_name = app_name or parse_app_handle(app_handle).app_id
         self.final_status: AppStatus | None = None
+        self._app = app
+
+    @cached_property
+    def redact(self) -> Redactor:
+        """Masks the secrets of the job and of the app (see :meth:`AnylaunchJob.redactor`)
+        in everything this run logs, raises, returns and attaches."""
+        return self.job.redactor(self._app if self._app is not None else self.job._app_or_none())
 
     def __repr__(self) -> str:
         return f"AnylaunchJobRun({self.app_handle!r})"
@@ -451,7 +505,7 @@ class AnylaunchJobRun(JobRun[dict[str, Any]]):
             cancel_on_timeout=job.cancel_on_timeout,
             log_roles=job.log_roles if job.stream_logs else [],
             log_stream=job.log_stream,
-            redact=job.redactor(),
+            redact=self.redact,
         )
 
     def _ended(self, waiter: Waiter) -> AppStatus:
@@ -460,7 +514,7 @@ class AnylaunchJobRun(JobRun[dict[str, Any]]):
         if status is not None and self.job.create_artifacts:
             _prefect.create_artifact(
                 "table",
-                table=replica_rows(status),
+                table=replica_rows(status, self.redact),
                 key=_prefect.artifact_key(self.app_name, "replicas"),
                 description=f"replicas of {self.app_handle}: {status.state.name}",
             )
@@ -469,7 +523,8 @@ class AnylaunchJobRun(JobRun[dict[str, Any]]):
     async def await_for_completion(self) -> None:
         """Async :meth:`wait_for_completion`."""
         with self.job.runner() as runner:
-            waiter = self._waiter(runner)
+            # may rebuild the app (for its env secrets): not on the event loop
+            waiter: Waiter = await run_sync_in_worker_thread(self._waiter, runner)
             try:
                 while (delay := await run_sync_in_worker_thread(waiter.step)) is not None:
                     await waiter.apause(delay)
@@ -486,7 +541,8 @@ class AnylaunchJobRun(JobRun[dict[str, Any]]):
             AnylaunchAppFailedError: the app ended FAILED or CANCELLED (with its message)
             AnylaunchAppTimeoutError: the startup or run timeout expired (the app is
                 cancelled unless ``cancel_on_timeout`` is off)
-            UnknownAppException: the scheduler does not know the app
+            AnylaunchAppLostError: the scheduler no longer knows the app, or its status
+                calls kept failing (the app is cancelled unless ``cancel_on_timeout`` is off)
         """
         self._wait()
 
@@ -524,8 +580,11 @@ class AnylaunchJobRun(JobRun[dict[str, Any]]):
         return self._status()
 
     def _fetch_result(self) -> dict[str, Any]:
-        status = self._status()
-        return {"app_handle": self.app_handle, **status.to_dict()}
+        return self.result_of(self._status())
+
+    def result_of(self, status: AppStatus) -> dict[str, Any]:
+        """``status`` as this run's result: a dict with ``app_handle``, secrets masked."""
+        return {"app_handle": self.app_handle, **masked_status(status, self.redact).to_dict()}
 
     async def afetch_result(self) -> dict[str, Any]:
         """Async :meth:`fetch_result`."""
@@ -534,7 +593,7 @@ class AnylaunchJobRun(JobRun[dict[str, Any]]):
     @async_dispatch(afetch_result)
     def fetch_result(self) -> dict[str, Any]:  # type: ignore[override]
         """The app's status as a dict (``app_handle``, ``state``, ``msg``, ``roles``, ...):
-        the final status once the app has ended."""
+        the final status once the app has ended; secrets masked."""
         return self._fetch_result()
 
     def _cancel(self) -> None:

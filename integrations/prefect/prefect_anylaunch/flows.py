@@ -18,6 +18,7 @@ from uuid import UUID
 from prefect import Flow, flow, get_run_logger
 from prefect.client.schemas.objects import FlowRun, State
 
+from anylaunch.specs.checks import check_seconds
 from anylaunch.specs.errors import InvalidSpecError
 from prefect_anylaunch import _prefect
 from prefect_anylaunch.blocks import AnylaunchJob
@@ -83,17 +84,13 @@ def run_app(
     Raises:
         AnylaunchAppFailedError: the app ended FAILED or CANCELLED (with its message)
         AnylaunchAppTimeoutError: a startup or run timeout of the job expired
+        AnylaunchAppLostError: the scheduler no longer knows the app, or kept failing
         InvalidSpecError (and subclasses): bad input; nothing was launched
     """
-    for name, value in (("wait_retries", wait_retries),):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise InvalidSpecError(name, value, "must be an int >= 0", "e.g. 2")
-    for name, seconds in (
-        ("wait_retry_delay_s", wait_retry_delay_s),
-        ("cancel_wait_s", cancel_wait_s),
-    ):
-        if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not seconds >= 0:
-            raise InvalidSpecError(name, seconds, "must be a number of seconds >= 0", "e.g. 10")
+    if isinstance(wait_retries, bool) or not isinstance(wait_retries, int) or wait_retries < 0:
+        raise InvalidSpecError("wait_retries", wait_retries, "must be an int >= 0", "e.g. 2")
+    wait_retry_delay_s = check_seconds("wait_retry_delay_s", wait_retry_delay_s, positive=False)
+    cancel_wait_s = check_seconds("cancel_wait_s", cancel_wait_s, positive=False)
     the_job = _load_job(job)
     handle: str | None = None
     finished = False

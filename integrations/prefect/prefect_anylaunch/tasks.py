@@ -16,9 +16,10 @@ from prefect.context import TaskRunContext
 
 from anylaunch.runner import get_runner
 from anylaunch.specs.api import AppHandle, AppStatus, parse_app_handle
+from anylaunch.specs.checks import check_seconds
 from anylaunch.specs.errors import InvalidSpecError
 from prefect_anylaunch import _prefect
-from prefect_anylaunch._watch import Redactor, replica_rows
+from prefect_anylaunch._watch import replica_rows
 from prefect_anylaunch.blocks import AnylaunchJob
 
 __all__ = ["cancel_app", "get_app_logs", "launch_app", "stop_app", "wait_for_app"]
@@ -35,12 +36,6 @@ def _check_job(job: object) -> AnylaunchJob:
             "pass AnylaunchJob(component=..., ...) or AnylaunchJob.load('name')",
         )
     return job
-
-
-def _check_seconds(name: str, value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
-        raise InvalidSpecError(name, value, "must be a number of seconds >= 0", "e.g. 30")
-    return float(value)
 
 
 # Launching has a side effect: never answer it from a cache, even with results persisted.
@@ -70,6 +65,7 @@ def wait_for_app(app_handle: AppHandle, job: AnylaunchJob | None = None) -> dict
     Raises:
         AnylaunchAppFailedError: the app ended FAILED or CANCELLED (with its message)
         AnylaunchAppTimeoutError: a startup or run timeout of ``job`` expired
+        AnylaunchAppLostError: the scheduler no longer knows the app, or kept failing
     """
     parse_app_handle(app_handle)
     run = _check_job(job if job is not None else AnylaunchJob()).attach(app_handle)
@@ -78,8 +74,7 @@ def wait_for_app(app_handle: AppHandle, job: AnylaunchJob | None = None) -> dict
         get_run_logger().info(
             "attempt %d: attaching to %s (launched before)", ctx.task_run.run_count, app_handle
         )
-    status = run._wait()
-    return {"app_handle": app_handle, **status.to_dict()}
+    return run.result_of(run._wait())
 
 
 def stop_app(
@@ -92,6 +87,7 @@ def stop_app(
     Returns its last status (None if the scheduler does not know it). Plain function: usable
     in ``finally`` blocks and hooks, where a task cannot run.
     """
+    wait_timeout_s = check_seconds("wait_timeout_s", wait_timeout_s, positive=False)
     job = job if job is not None else AnylaunchJob()
     log = logger if logger is not None else logging.getLogger(__name__)
     from anylaunch.runner.driver import cancel_and_wait
@@ -104,24 +100,28 @@ def stop_app(
     if status is not None:
         log.info("%s ended %s", app_handle, status.state.name)
         if job.create_artifacts:
+            run = job.attach(app_handle)
             _prefect.create_artifact(
                 "table",
-                table=replica_rows(status),
-                key=_prefect.artifact_key(job.attach(app_handle).app_name, "replicas"),
+                table=replica_rows(status, run.redact),
+                key=_prefect.artifact_key(run.app_name, "replicas"),
                 description=f"replicas of {app_handle}: {status.state.name}",
             )
     return status
 
 
 @task(cache_policy=NO_CACHE)
-def cancel_app(app_handle: AppHandle, wait_timeout_s: float = 30.0) -> dict[str, Any] | None:
+def cancel_app(
+    app_handle: AppHandle, wait_timeout_s: float = 30.0, job: AnylaunchJob | None = None
+) -> dict[str, Any] | None:
     """Cancels an app and waits up to ``wait_timeout_s`` seconds for it to end; returns its
-    last status as a dict (None if the scheduler does not know it). A no-op for an app that
-    has ended."""
+    last status as a dict (None if the scheduler does not know it), secrets of ``job``
+    masked. A no-op for an app that has ended."""
     parse_app_handle(app_handle)
-    wait = _check_seconds("wait_timeout_s", wait_timeout_s)
-    status = stop_app(app_handle, wait, logger=get_run_logger())
-    return None if status is None else {"app_handle": app_handle, **status.to_dict()}
+    wait = check_seconds("wait_timeout_s", wait_timeout_s, positive=False)
+    job = _check_job(job if job is not None else AnylaunchJob())
+    status = stop_app(app_handle, wait, job, logger=get_run_logger())
+    return None if status is None else job.attach(app_handle).result_of(status)
 
 
 @task(cache_policy=NO_CACHE)
@@ -160,7 +160,7 @@ def get_app_logs(
         except (re.error, TypeError) as e:
             raise InvalidSpecError("regex", regex, f"is not a regex ({e})", "fix it") from None
     job = _check_job(job if job is not None else AnylaunchJob())
-    redact: Redactor = job.redactor()
+    redact = job.attach(app_handle).redact
     logs: dict[str, list[str]] = {}
     with get_runner(job.session_name) as runner:
         replicas = find_replicas(runner, app_handle, role_name, None if k is None else [k])
