@@ -121,6 +121,8 @@ def test_blocks_register_from_the_entry_point(pf) -> None:
         ),
         ({"poll_interval_s": 0}, "poll_interval_s"),
         ({"run_timeout_s": -1}, "run_timeout_s"),
+        ({"startup_timeout_s": float("inf")}, "AnylaunchJob.startup_timeout_s"),
+        ({"poll_interval_s": float("inf")}, "AnylaunchJob.poll_interval_s"),
         ({"log_stream": "both"}, "log_stream"),
     ],
 )

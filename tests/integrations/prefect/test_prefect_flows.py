@@ -1,5 +1,6 @@
 """The run_app flow and the tasks on real Prefect with real local_cwd apps."""
 
+import json
 import time
 import uuid
 
@@ -53,17 +54,25 @@ def test_run_app_succeeds_and_its_lines_reach_the_run_log(pf) -> None:
     assert rows.count('"SUCCEEDED"') == 2, rows
 
 
-def test_failing_app_fails_the_flow_with_its_message(pf) -> None:
+def test_failing_app_fails_the_flow_with_its_exit_code_and_stderr_tail(pf) -> None:
     token = uuid.uuid4().hex
-    app = pf.py_app("doomed", f"import sys; print('{token}', file=sys.stderr); sys.exit(3)")
+    code = (
+        f"import sys; print('{token}-a', file=sys.stderr); print('{token}-b', file=sys.stderr);"
+        " sys.exit(3)"
+    )
+    app = pf.py_app("doomed", code)
     state = run_app(AnylaunchJob(app=app, poll_interval_s=0.5), return_state=True)
 
     assert state.is_failed()
     error = state.result(raise_on_failure=False)
-    assert isinstance(error, AnylaunchAppFailedError), error
-    assert "ended FAILED" in str(error) and "exit code 3" in str(error)
-    assert token in str(error)  # the app's own stderr
+    assert type(error) is AnylaunchAppFailedError, error
+    text = str(error)
+    assert text.startswith(f"anylaunch app {error.app_handle} ended FAILED"), text
+    assert "\nexit code: 3\n" in text, text
+    # the app's own stderr, last lines in order, under the summary's heading
+    assert f"last stderr:\n  {token}-a\n  {token}-b" in text, text
     assert token in state.message
+    assert error.status is not None and error.status.state == AppState.FAILED
     assert pf.app_status(error.app_handle).state == AppState.FAILED
 
 
@@ -76,7 +85,9 @@ def test_our_run_timeout_cancels_the_app(pf) -> None:
     assert state.is_failed()
     error = state.result(raise_on_failure=False)
     assert isinstance(error, AnylaunchAppTimeoutError), error
-    assert "did not finish within 1s" in str(error)
+    assert (error.which, error.timeout_s, error.cancelled) == ("run", 1, True)
+    assert f"anylaunch app {error.app_handle} did not finish within 1s" in str(error)
+    assert "Fix: raise run_timeout_s" in str(error)
     pf.wait_for_state(error.app_handle, AppState.CANCELLED)
     (app,) = pf.launched_apps()
     assert app.state == AppState.CANCELLED
@@ -174,32 +185,58 @@ def test_get_app_logs_filters_and_rejects_bad_arguments(pf) -> None:
     assert state.is_failed() and "is not a stream" in state.message
 
 
-def test_every_app_line_is_one_record_and_no_secret_is_logged(pf) -> None:
-    """One Prefect log record per app line (never several lines merged), prefixed
-    ``role/replica``; a secret env value (declared in the settings block under a name no
-    built-in pattern matches) is masked in every record and in the failure."""
+def test_every_app_line_is_one_prefect_record(pf) -> None:
+    """One Prefect log record per app line, ``role/replica text``, in order: lines written
+    in one burst are never merged into one record."""
+    code = "for i in range(50): print(f'line{i}')"  # buffered: one burst at exit
+    job = AnylaunchJob(app=pf.py_app("chatty", code), poll_interval_s=0.5)
+    state = run_app(job, return_state=True)
+
+    assert state.is_completed(), state.message
+    logs = pf.run_logs(state.state_details.flow_run_id)
+    app_records = [m for m in logs if m.startswith("w/0 ")]
+    assert app_records == [f"w/0 line{i}" for i in range(50)]
+
+
+def test_secrets_never_reach_logs_artifacts_results_or_errors(pf) -> None:
+    """Masked everywhere: a value declared secret under a name no built-in pattern matches
+    (CONN_STRING, in the settings block), and an env value of the app whose name says it is
+    secret (API_TOKEN, declared nowhere) - in log records, artifacts and the error, though
+    the app prints both to stdout and stderr."""
     from prefect_anylaunch import AnylaunchSchedulerSettings
 
-    secret = f"conn-{uuid.uuid4().hex}"
+    declared = f"conn-{uuid.uuid4().hex}"
+    by_name = f"tok-{uuid.uuid4().hex}"
     code = (
         "import os, sys\n"
-        "for i in range(50): print(f'line {i}', flush=True)\n"
-        "print('conn=' + os.environ['CONN_STRING'], flush=True)\n"
+        "conn, token = os.environ['CONN_STRING'], os.environ['API_TOKEN']\n"
+        "print('conn=' + conn, flush=True)\n"
+        "print('token=' + token, flush=True)\n"
+        "print('err', conn, token, file=sys.stderr, flush=True)\n"
         "sys.exit(4)"
     )
-    settings = AnylaunchSchedulerSettings(secret_env={"CONN_STRING": secret})
-    job = AnylaunchJob(app=pf.py_app("chatty", code), settings=settings, poll_interval_s=0.5)
+    settings = AnylaunchSchedulerSettings(secret_env={"CONN_STRING": declared})
+    app = pf.py_app("leaky", code, env={"API_TOKEN": by_name})
+    job = AnylaunchJob(app=app, settings=settings, poll_interval_s=0.3)
     state = run_app(job, return_state=True)
 
     assert state.is_failed()
-    with pytest.raises(AnylaunchAppFailedError) as err:
-        state.result()
-    assert secret not in str(err.value)
-    assert "exit code: 4" in str(err.value)
-    logs = pf.run_logs(state.state_details.flow_run_id)
-    app_lines = [m for m in logs if m.startswith("w/0 ")]
-    assert [m for m in app_lines if m.startswith("w/0 line ")] == [
-        f"w/0 line {i}" for i in range(50)
+    error = state.result(raise_on_failure=False)
+    assert isinstance(error, AnylaunchAppFailedError), error
+    assert "exit code: 4" in str(error)
+    assert "  err *** ***" in str(error)  # the stderr tail, masked
+    flow_run_id = state.state_details.flow_run_id
+    logs = pf.run_logs(flow_run_id)
+    assert "w/0 conn=***" in logs and "w/0 token=***" in logs
+    artifacts = pf.run_artifacts(flow_run_id)
+    keys = {a.key for a in artifacts}
+    assert {"anylaunch-leaky-request", "anylaunch-leaky-replicas"} <= keys, keys
+    seen = [
+        *logs,
+        str(error),
+        repr(error.status),
+        state.message or "",
+        *(json.dumps(a.data) for a in artifacts),
     ]
-    assert "w/0 conn=***" in app_lines
-    assert not any(secret in m for m in logs)
+    leaks = [text[:300] for text in seen if declared in text or by_name in text]
+    assert leaks == []
