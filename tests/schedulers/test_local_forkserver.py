@@ -448,3 +448,36 @@ def test_a_second_supervisor_of_the_same_app_does_not_run_it(
     assert starts.read_text() == "start\n"  # the replica ran once
     assert sum("another supervisor runs this app" in out for out in outputs) == 1
     assert wait_done(sched, request.app_id) == AppState.SUCCEEDED
+
+
+def test_the_supervisor_and_server_import_only_what_they_need() -> None:
+    # Both start as `python -S -E -m ...` (the server once per state root, a supervisor once
+    # per app when the server cannot be used): their imports are their start-up cost. The
+    # specs, typing and threading (which makes each fork of the server slower) stay out.
+    code = (
+        "import sys\n"
+        "before = set(sys.modules)\n"
+        "import anylaunch.schedulers.local_forkserver_server\n"
+        "import anylaunch.schedulers.local_supervisor\n"
+        "print('\\n'.join(sorted(set(sys.modules) - before)))\n"
+    )
+    package_root = Path(ls.__file__).resolve().parents[2]
+    out = subprocess.run(
+        [PY, "-S", "-E", "-c", code],
+        cwd=package_root,
+        capture_output=True,
+        text=True,
+        timeout=DEADLINE_S,
+        check=True,
+    ).stdout.split()
+    ours = {name for name in out if name.startswith("anylaunch")}
+    assert ours == {
+        "anylaunch",
+        "anylaunch.schedulers",
+        "anylaunch.schedulers.local_forkserver",
+        "anylaunch.schedulers.local_forkserver_server",
+        "anylaunch.schedulers.local_state",
+        "anylaunch.schedulers.local_supervisor",
+    }
+    heavy = {"typing", "threading", "subprocess", "pathlib", "logging", "dataclasses", "socket"}
+    assert heavy & set(out) == set()
