@@ -16,6 +16,12 @@ it runs in its own session, so it outlives the process that launched the app. It
 - on SIGTERM/SIGINT or a ``cancel_requested`` file, sends SIGTERM to every replica group,
   SIGKILL after the grace period, and writes CANCELLED.
 
+The app state it records is its own decision: FAILED once a replica failed with no retry
+left, CANCELLED on a cancel, the end only once the app's processes are gone (SUCCEEDED when
+no replica failed for good). Readers add the replicas' states up with the rule every
+scheduler shares while it runs the app (:func:`anylaunch.schedulers.local_scheduler.app_state`);
+it does not import that rule (nor the specs): its imports are its start-up cost.
+
 It is a child subreaper (Linux ``PR_SET_CHILD_SUBREAPER``): a process a replica starts in a
 session of its own (double fork, ``setsid``) is re-parented to the supervisor instead of init,
 so it cannot escape: the supervisor reaps such orphans, and kills them when the app is
