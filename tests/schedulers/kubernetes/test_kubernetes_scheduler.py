@@ -24,7 +24,7 @@ from anylaunch.schedulers.kubernetes_scheduler import (
     create_scheduler,
 )
 from anylaunch.specs import AppDef, AppState, Resource, RetryPolicy, Role, macros, parse_mounts
-from anylaunch.specs.errors import InvalidRunConfigException
+from anylaunch.specs.errors import InvalidRunConfigException, InvalidSpecError
 from anylaunch.specs.overlays import JOIN, InvalidOverlayError, set_overlay
 from tests.schedulers.kubernetes.conftest import CountingClient
 from tests.schedulers.kubernetes.kube_cluster import wait_for
@@ -548,3 +548,50 @@ def test_volcano_completion_and_failure(
         k8s.cancel(app_id)  # terminal: a no-op
         desc = k8s.describe(app_id)
         assert desc is not None and desc.state == state
+
+
+@pytest.mark.parametrize(
+    ("cfg", "field"),
+    [
+        ({"service_account": "Bad Account"}, "service_account"),
+        ({"priority_class": "UPPER_case"}, "priority_class"),
+    ],
+)
+def test_names_no_cluster_accepts_are_rejected_at_dryrun(cfg: dict[str, Any], field: str) -> None:
+    from anylaunch.runner import get_runner
+    from anylaunch.specs import AppDef, Resource, Role
+
+    app = AppDef("x", [Role("w", "busybox:latest", entrypoint="true", resource=Resource(1, 0, 64))])
+    with get_runner() as runner, pytest.raises(InvalidSpecError) as err:
+        runner.dryrun(app, "kubernetes", cfg)
+    assert err.value.field == field
+
+
+@pytest.mark.parametrize("scheduler", ["kubernetes", "kubernetes_mcad", "aws_batch"])
+@pytest.mark.parametrize("image", ["", ".", "/some/dir"])
+def test_a_directory_or_empty_image_is_rejected_where_containers_run(
+    scheduler: str, image: str
+) -> None:
+    from anylaunch.runner import get_runner
+    from anylaunch.specs import AppDef, Resource, Role
+
+    app = AppDef("x", [Role("w", image, entrypoint="true", resource=Resource(1, 0, 64))])
+    cfg = {"queue": "q"} if scheduler == "aws_batch" else {}
+    with get_runner() as runner, pytest.raises(InvalidSpecError) as err:
+        runner.dryrun(app, scheduler, cfg)
+    assert err.value.field == "Role[w].image"
+
+
+def test_a_claim_name_that_is_no_object_name_is_rejected() -> None:
+    from anylaunch.runner import get_runner
+    from anylaunch.specs import AppDef, Resource, Role, VolumeMount
+
+    role = Role(
+        "w",
+        "busybox:latest",
+        entrypoint="true",
+        resource=Resource(1, 0, 64),
+        mounts=[VolumeMount(src="Bad_Claim", dst_path="/data")],
+    )
+    with get_runner() as runner, pytest.raises(InvalidSpecError, match="PersistentVolumeClaim"):
+        runner.dryrun(AppDef("x", [role]), "kubernetes", {})
