@@ -135,7 +135,7 @@ def build_request(
     containers = []
     for index, role in enumerate(app.roles):
         mounts, devices = _mounts(role)
-        record = json.dumps(role_record(role), sort_keys=True)
+        record = json.dumps(role_record(role, mask_secrets=True), sort_keys=True)
         for i in range(role.num_replicas):
             name = f"{app_id}-{_role_label(role.name)}-{i}"
             values = macros.Values(
