@@ -75,6 +75,11 @@ class LaunchSettings:
         """A new Runner for this session (close it, or use it in a ``with`` block)."""
         return get_runner(self.session_name)
 
+    def redactor(self) -> Redactor:
+        """Masks the secret values of ``env`` and ``secret_env``: the core secret policy
+        (declared ``secret_env`` names, and names that look secret such as ``*_TOKEN``)."""
+        return Redactor.for_env({**self.env, **self.secret_env}, self.secret_env.keys())
+
 
 @dataclass(frozen=True)
 class AnylaunchRun:
@@ -210,6 +215,8 @@ def failure(
         details = error_details(status)
         if "exit_code" in details:
             meta["exit_code"] = dg.MetadataValue.int(int(details["exit_code"]))
+        if "stderr_tail" in details:
+            meta["stderr_tail"] = dg.MetadataValue.text(mask("\n".join(details["stderr_tail"])))
         error = "\n".join(p for p in (status.msg, status.structured_error_msg) if p and p != NONE)
         meta["error"] = dg.MetadataValue.text(mask(error or f"app ended {status.state.name}"))
         if status.ui_url:
@@ -304,10 +311,7 @@ class AppWatch:
         self.settings = settings
         self.client_name = client_name
         self.reattach = reattach and client_name is not None
-        # declared secrets, and env values whose names say they are secret
-        self.mask: Redactor = Redactor(settings.secret_env.values()) | Redactor.for_env(
-            settings.env
-        )
+        self.mask: Redactor = settings.redactor()
         self.handle: AppHandle | None = None
         self.reattached = False
 
@@ -341,7 +345,9 @@ class AppWatch:
         try:
             status = runner.status(handle)
         except AnylaunchError as e:
-            self.context.log.warning(f"cannot check app {handle} of an earlier attempt: {e}")
+            self.context.log.warning(
+                f"cannot check app {handle} of an earlier attempt: {self.mask(str(e))}"
+            )
             return None
         if status is None or status.state in (AppState.FAILED, AppState.CANCELLED):
             what = "is gone" if status is None else f"ended {status.state.name}"
@@ -391,7 +397,6 @@ class AppWatch:
         handle and its replicas as ``(role, k)``."""
         env = {**self.settings.env, **self.settings.secret_env, **(extra_env or {})}
         app = with_env(app, env) if env else app
-        self.mask = self.mask | app_redactor(app, self.settings.secret_env)
         try:
             info = runner.dryrun(
                 app,
@@ -442,6 +447,8 @@ class AppWatch:
                 cancelled first)
         """
         started = time.monotonic()
+        # secrets in the app's own role env too (needed for a reattached app as well)
+        self.mask = self.mask | app_redactor(app, self.settings.secret_env.keys())
         with self.settings.runner() as runner:
             handle = self._try_reattach(runner) if self.reattach else None
             if handle is not None:
@@ -500,7 +507,6 @@ class AppWatch:
             handle=handle,
             option_names=("startup_timeout_s", "run_timeout_s"),
         )
-        last: AppStatus | None = None
         while True:
             try:
                 observation: AppStatus | PollError | None = runner.status(handle)
@@ -510,10 +516,11 @@ class AppWatch:
                     f"status of {handle} failed ({policy.poll_errors + 1}/"
                     f"{policy.max_poll_errors}): {self.mask(str(e))}"
                 )
-            if isinstance(observation, AppStatus):
-                if last is None or observation.state != last.state:
-                    self.context.log.info(f"app {handle} is {observation.state.name}")
-                last = observation
+            previous = policy.last_status
+            if isinstance(observation, AppStatus) and (
+                previous is None or observation.state != previous.state
+            ):
+                self.context.log.info(f"app {handle} is {observation.state.name}")
             decision = policy.observe(observation, time.time())
             if policy.started:
                 streams.start()
@@ -522,8 +529,9 @@ class AppWatch:
                 continue
             if isinstance(decision, Done):
                 return decision.status
-            if decision.cancel:
-                self._cancel(runner, handle, streams)
+            # after a cancel, the app's end state (when it could be seen) is the final one
+            ended = self._cancel(runner, handle, streams) if decision.cancel else None
+            last = ended if ended is not None else policy.last_status
             raise failure(
                 failure_summary(handle, last, streams.tail, self.mask, headline=decision.message),
                 handle,
@@ -534,9 +542,10 @@ class AppWatch:
                 reason=decision.kind,
             )
 
-    def _cancel(self, runner: Runner, handle: AppHandle, streams: _Streams) -> None:
+    def _cancel(self, runner: Runner, handle: AppHandle, streams: _Streams) -> AppStatus | None:
         """Cancels the app (the core cancel rule: a failing status call never stops the
-        cancel) and waits, bounded, for it to end while forwarding its last lines."""
+        cancel) and waits, bounded, for it to end while forwarding its last lines; returns its
+        end status (None: unknown, or it did not end in time)."""
         from anylaunch.runner.driver import cancel_and_wait
 
         try:
@@ -546,17 +555,18 @@ class AppWatch:
             )
         except Exception as e:  # never hide why the step is ending
             self.context.log.error(f"could not cancel app {handle}: {self.mask(str(e))}")
-            return
+            return None
         if status is not None and not status.is_terminal():
             self.context.log.error(
                 f"app {handle} did not end within {self.settings.cancel_timeout_s:g}s of "
                 f"cancelling (still {status.state.name}); check it with "
                 f"`anylaunch status {handle}`"
             )
-            return
+            return None
         streams.drain(min(2.0, self.settings.cancel_timeout_s))
         final = status.state.name if status is not None else "gone"
         self.context.log.warning(f"app {handle} ended {final}")
+        return status
 
 
 def _replicas(app: AppDef) -> list[tuple[str, int]]:

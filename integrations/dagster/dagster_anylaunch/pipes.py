@@ -102,14 +102,15 @@ class PipesAnylaunchClient(dg.PipesClient, TreatAsResourceParam):
             dagster.Failure: the app failed, was cancelled or timed out, or the request was
                 invalid
         """
+        # resolves EnvVar fields: this resource is not initialized by Dagster
+        resource: AnylaunchResource = self.anylaunch.process_config_and_initialize()
         try:
-            # resolves EnvVar fields: this resource is not initialized by Dagster
-            resource: AnylaunchResource = self.anylaunch.process_config_and_initialize()
             settings = resource.settings(scheduler, cfg)
             with resource.get_runner() as runner:
                 resolved = to_app(app, component_args, runner)
         except AnylaunchError as e:
-            raise dg.Failure(description=f"invalid app: {e}", allow_retries=False) from e
+            redact = resource.settings().redactor()
+            raise dg.Failure(description=redact(f"invalid app: {e}"), allow_retries=False) from e
         with dg.open_pipes_session(
             # the op view of an asset's context has everything Pipes needs, without the
             # deprecation warnings Dagster's own Pipes code triggers on AssetExecutionContext

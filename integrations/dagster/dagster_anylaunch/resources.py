@@ -20,12 +20,14 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import dagster as dg
-from pydantic import Field, field_validator
+from pydantic import ConfigDict, Field, field_validator
 
 from anylaunch.runner import Runner, get_runner
 from anylaunch.specs.api import AppDef, AppDryRunInfo, AppHandle, AppStatus, Workspace
+from anylaunch.specs.checks import check_seconds
 from anylaunch.specs.errors import AnylaunchError, InvalidSpecError, UnknownSchedulerException
 from anylaunch.specs.runopts import CfgVal
+from anylaunch.specs.secrets import mask_env
 from dagster_anylaunch._lifecycle import (
     AnylaunchRun,
     AppWatch,
@@ -72,19 +74,6 @@ def to_app(
     )
 
 
-def _check_seconds(name: str, value: float | None, allow_none: bool) -> float | None:
-    if value is None and allow_none:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
-        raise InvalidSpecError(
-            name,
-            value,
-            "must be a number of seconds > 0" + (" or None" if allow_none else ""),
-            "e.g. 10",
-        )
-    return float(value)
-
-
 class AnylaunchResource(dg.ConfigurableResource):  # type: ignore[type-arg]
     """Launches anylaunch apps on a scheduler and follows them from Dagster ops and assets.
 
@@ -93,6 +82,10 @@ class AnylaunchResource(dg.ConfigurableResource):  # type: ignore[type-arg]
     everything this integration logs. ``scheduler``, ``session_name`` and ``env`` values may
     be ``EnvVar`` s too (``cfg`` values may not: its values are not all strings).
     """
+
+    # pydantic's validation errors quote the input (a secret_env value among it); this
+    # module's own errors name the field and its (non-secret) value
+    model_config = ConfigDict(hide_input_in_errors=True)
 
     scheduler: str = Field(
         default="local_cwd",
@@ -167,14 +160,12 @@ class AnylaunchResource(dg.ConfigurableResource):  # type: ignore[type-arg]
     @field_validator("poll_interval_s", "cancel_timeout_s")
     @classmethod
     def _positive(cls, value: float, info: Any) -> float:
-        checked = _check_seconds(info.field_name, value, allow_none=False)
-        assert checked is not None
-        return checked
+        return check_seconds(info.field_name, value, positive=True)
 
     @field_validator("startup_timeout_s", "run_timeout_s")
     @classmethod
     def _positive_or_none(cls, value: float | None, info: Any) -> float | None:
-        return _check_seconds(info.field_name, value, allow_none=True)
+        return None if value is None else check_seconds(info.field_name, value, positive=True)
 
     @field_validator("log_tail_lines")
     @classmethod
@@ -182,6 +173,16 @@ class AnylaunchResource(dg.ConfigurableResource):  # type: ignore[type-arg]
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             raise InvalidSpecError("log_tail_lines", value, "must be an int >= 0", "e.g. 50")
         return value
+
+    def __repr_args__(self) -> Any:
+        # pydantic's repr and str show every field: never the values of secret env vars
+        # (secret_env entirely; env where the name says secret), resolved or not
+        for name, value in super().__repr_args__():
+            if name == "secret_env" and isinstance(value, Mapping):
+                value = mask_env(value, value.keys())
+            elif name == "env" and isinstance(value, Mapping):
+                value = mask_env(value, self.secret_env)
+            yield name, value
 
     # --- helpers -----------------------------------------------------------------------
 
@@ -345,7 +346,8 @@ class AnylaunchResource(dg.ConfigurableResource):  # type: ignore[type-arg]
                 resolved = to_app(app, component_args, runner)
         except AnylaunchError as e:
             # a bad request does not get better by retrying
-            raise dg.Failure(description=f"invalid app: {e}", allow_retries=False) from e
+            redact = self.settings().redactor()
+            raise dg.Failure(description=redact(f"invalid app: {e}"), allow_retries=False) from e
         return AppWatch(context, settings, reattach=reattach).run(resolved, workspace=workspace)
 
 
