@@ -181,8 +181,12 @@ def test_a_run_timeout_cancels_the_app_and_fails_the_step(
     assert app.state == AppState.CANCELLED  # cancelled before the step ended
     failure = result.failure_data_for_node("sleepy")
     assert failure is not None and failure.user_failure_data is not None
-    assert "did not finish within 1s" in (failure.user_failure_data.description or "")
+    assert "did not finish within 1s (it was RUNNING)" in (
+        failure.user_failure_data.description or ""
+    )
     assert "run_timeout_s" in (failure.user_failure_data.description or "")
+    assert failure.user_failure_data.metadata["reason"].value == "run_timeout"
+    assert failure.user_failure_data.metadata["final_state"].value == "CANCELLED"
 
 
 SECRET_APP = """\
@@ -294,6 +298,7 @@ def test_a_resource_that_is_not_an_anylaunch_resource_fails_clearly(
         ({"poll_interval_s": 0}, "poll_interval_s"),
         ({"startup_timeout_s": -1}, "startup_timeout_s"),
         ({"run_timeout_s": float("nan")}, "run_timeout_s"),
+        ({"startup_timeout_s": float("inf")}, "startup_timeout_s=inf is invalid"),
         ({"cancel_timeout_s": 0}, "cancel_timeout_s"),
         ({"log_tail_lines": -1}, "log_tail_lines"),
         ({"scheduler": "lokal_cwd"}, "Did you mean 'local_cwd'"),
