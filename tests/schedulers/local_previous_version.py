@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,13 @@ OLD_ROLE_RECORD: dict[str, Any] = {
     "resource": {"cpu": 1, "gpu": 0, "memMB": 64},
     "retry_policy": "APPLICATION",
 }
+
+
+def dead_supervisor() -> dict[str, Any]:
+    """The identity of a supervisor that is gone (a finished process, another start time)."""
+    proc = subprocess.Popen(["true"])
+    proc.wait()
+    return {"pid": proc.pid, "start_time": "0"}
 
 
 def _replica(app_dir: Path, i: int) -> dict[str, Any]:

@@ -502,13 +502,6 @@ def test_log_iter_arguments_are_checked_once_by_the_base(sched: LocalScheduler) 
 # --- apps launched by the previous version ------------------------------------------------
 
 
-def dead_supervisor() -> dict[str, Any]:
-    """The identity of a supervisor that is gone (a finished process, another start time)."""
-    proc = subprocess.Popen(["true"])
-    proc.wait()
-    return {"pid": proc.pid, "start_time": "0"}
-
-
 def test_an_app_of_the_previous_version_describes_lists_and_logs(
     sched: LocalScheduler, state_dir: Path
 ) -> None:
@@ -522,7 +515,7 @@ def test_an_app_of_the_previous_version_describes_lists_and_logs(
     }
     replicas = [{"state": "SUCCEEDED"}, {"state": "SUCCEEDED"}]
     old.write_app(
-        state_dir, state="SUCCEEDED", replicas=replicas, supervisor=dead_supervisor(), created=t0,
+        state_dir, state="SUCCEEDED", replicas=replicas, supervisor=old.dead_supervisor(), created=t0,
         logs=logs,
     )  # fmt: skip
     app_id = old.APP_ID
@@ -585,7 +578,7 @@ def test_an_app_whose_supervisor_died_ends_as_its_replicas_add_up(
         start_time = ls.process_start_time(leftover.pid)
         replicas[1].update(pid=leftover.pid, start_time=start_time)
     old.write_app(
-        state_dir, state="RUNNING", replicas=replicas, supervisor=dead_supervisor(),
+        state_dir, state="RUNNING", replicas=replicas, supervisor=old.dead_supervisor(),
         created=time.time() - 100,
     )  # fmt: skip
     try:
@@ -670,6 +663,11 @@ def test_nul_byte_in_args_is_rejected_at_dryrun(sched: LocalScheduler) -> None:
     app = AppDef("x", roles=[Role("w", image=".", entrypoint="echo", args=["a\x00b"])])
     with pytest.raises(InvalidSpecError, match=r"Role\[w\]\.args\[0\]"):
         sched.submit_dryrun(app, CFG)
+    app = AppDef("x", roles=[Role("w", image=".", entrypoint="echo")])
+    with pytest.raises(
+        InvalidSpecError, match=r"log_dir='/tmp/a\\x00b' is invalid: contains a NUL"
+    ):
+        sched.submit_dryrun(app, {**CFG, "log_dir": "/tmp/a\x00b"})
 
 
 def test_dryrun_masks_secret_env_values(sched: LocalScheduler) -> None:

@@ -54,6 +54,7 @@ from anylaunch.schedulers.local_request import (
 from anylaunch.schedulers.shared import (
     RANK0_ENV,
     aggregate_replica_states,
+    check_no_nul,
     role_from_record,
     role_record,
 )
@@ -215,6 +216,7 @@ class LocalScheduler(Scheduler[Mapping[str, CfgVal]]):
         app_id = ls.make_app_id(app.name)
         app_dir = self.state_root() / app_id
         if opts.log_dir:
+            check_no_nul("log_dir", opts.log_dir)  # (no path can hold one)
             log_root = os.path.join(os.path.abspath(os.path.expanduser(opts.log_dir)), app_id)
         else:
             log_root = os.path.join(app_dir, "logs")
