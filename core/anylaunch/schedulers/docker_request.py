@@ -11,9 +11,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from anylaunch.schedulers.shared import (
-    is_secret_env_name,
-)
+from anylaunch.schedulers.shared import mask_env
 from anylaunch.specs.errors import (
     AnylaunchError,
 )
@@ -172,12 +170,19 @@ def _parse_time(value: str | None) -> float:
     return seconds + (int(match[2]) / 10 ** len(match[2]) if match[2] else 0.0)
 
 
-def _mask_env(env: Iterable[str]) -> str:
-    out = []
-    for item in env:
-        key, _, value = item.partition("=")
-        out.append(f"{key}={'***' if is_secret_env_name(key) else shlex.quote(value)}")
-    return " ".join(out)
+def _env_text(env: Iterable[str]) -> str:
+    """A container's ``NAME=value`` env list as shown to humans: secret values masked (bare),
+    the others shell-quoted.
+
+    >>> _env_text(["API_TOKEN=s3cr3t", "MSG=hello world"])
+    "API_TOKEN=*** MSG='hello world'"
+    """
+    values = {key: value for key, _, value in (item.partition("=") for item in env)}
+    masked = mask_env(values)
+    return " ".join(
+        f"{key}={shown if shown != values[key] else shlex.quote(shown)}"
+        for key, shown in masked.items()
+    )
 
 
 def format_request(request: DockerAppRequest) -> str:
@@ -205,7 +210,7 @@ def format_request(request: DockerAppRequest) -> str:
         config, host = c.config, c.config.get("HostConfig", {})
         lines.append(f"  [{c.role}/{c.replica_id}] container {c.name}, image {config['Image']}")
         lines.append(f"      command: {shlex.join([*config['Entrypoint'], *config['Cmd']])}")
-        lines.append(f"      env: {_mask_env(config.get('Env', []))}")
+        lines.append(f"      env: {_env_text(config.get('Env', []))}")
         limits = []
         if host.get("NanoCpus"):
             limits.append(f"cpus={host['NanoCpus'] / 1e9:g}")

@@ -41,7 +41,7 @@ from anylaunch.specs.api import (
     Role,
     RoleStatus,
 )
-from anylaunch.specs.secrets import MASK
+from anylaunch.specs.secrets import MASK, Redactor
 
 # ---------------------------------------------------------------------------------------------
 # The engine's view of an app
@@ -261,15 +261,18 @@ def _evaluate(containers: Sequence[_Container], now: float, start_timeout: float
 
 def failure_message(trigger: _Container, stderr_tail: list[str]) -> tuple[str, str]:
     """The app's failure message and its structured form (JSON) for the replica that failed
-    it for good.
+    it for good. The secret env values of the replica are masked in its stderr tail: the
+    message is recorded in a label, which anyone who can ``docker inspect`` reads.
 
-    >>> c = _Container("c1", "app-w-0", {LABEL_ROLE: "w", LABEL_MAX_RETRIES: "2"}, "exited", 3)
-    >>> msg, structured = failure_message(c, ["bad input"])
+    >>> c = _Container("c1", "app-w-0", {LABEL_ROLE: "w", LABEL_MAX_RETRIES: "2"}, "exited", 3,
+    ...                env={"HF_TOKEN": "s3cr3t"})
+    >>> msg, structured = failure_message(c, ["token s3cr3t refused"])
     >>> msg
     'replica w/0 (container app-w-0) failed with exit code 3 after 2 retries'
     >>> json.loads(structured)["stderr_tail"]
-    ['bad input']
+    ['token *** refused']
     """
+    redact = Redactor.for_env(trigger.env)
     if trigger.status == "created":
         reason = "never started (its launcher died before starting it)"
     else:
@@ -286,7 +289,7 @@ def failure_message(trigger: _Container, stderr_tail: list[str]) -> tuple[str, s
             "container": trigger.name,
             "exit_code": trigger.exit_code,
             "message": reason,
-            "stderr_tail": stderr_tail,
+            "stderr_tail": [redact(line) for line in stderr_tail],
         }
     )
     return msg, structured

@@ -46,13 +46,15 @@ def inspected(client: Any, app_id: str) -> list[dict[str, Any]]:
 def test_labels_hold_no_secret_value_while_the_replica_gets_it(
     scheduler: DockerScheduler, busybox_image: str, docker_client: Any
 ) -> None:
-    # exits with the secrets' lengths summed: the process saw both values, and no
-    # argument quotes them; one APPLICATION retry, then the failure: event records too
+    # prints its token to stderr (which the failure record quotes) and exits with the
+    # secrets' lengths summed: the process saw both values, and no argument quotes them;
+    # one APPLICATION retry, then the failure: event records too
+    script = 'echo "token $HF_TOKEN refused" >&2; exit $(( ${#HF_TOKEN} + ${#DB_PASSWORD} ))'
     role = Role(
         "trainer",
         image=busybox_image,
         entrypoint="sh",
-        args=["-c", "exit $(( ${#HF_TOKEN} + ${#DB_PASSWORD} ))"],
+        args=["-c", script],
         env={"HF_TOKEN": HF_TOKEN, "DB_PASSWORD": DB_PASSWORD, "LR": "0.1"},
         num_replicas=2,
         max_retries=1,
@@ -62,6 +64,8 @@ def test_labels_hold_no_secret_value_while_the_replica_gets_it(
     desc = wait(scheduler, app_id)
     assert desc.state == AppState.FAILED and desc.num_restarts == 1
     assert f"exit code {len(HF_TOKEN) + len(DB_PASSWORD)}" in desc.msg
+    # (the container ran twice: its log holds both runs)
+    assert json.loads(desc.structured_error_msg)["stderr_tail"] == ["token *** refused"] * 2
 
     containers = inspected(docker_client, app_id)
     kinds = sorted(c["Config"]["Labels"]["anylaunch.kind"] for c in containers)
