@@ -173,7 +173,16 @@ class _Verdict:
 
 
 def _evaluate(containers: Sequence[_Container], now: float, start_timeout: float) -> _Verdict:
-    """Computes the app's state from its containers (a pure function of the engine's view)."""
+    """Computes the app's state from its containers (a pure function of the engine's view).
+
+    Each replica container maps to a state of its own (a container ``created`` longer than
+    ``start_timeout`` ago and never started counts as failed). Facts only this backend has
+    then decide, in order: a recorded final failure (FAILED); every replica succeeded
+    (SUCCEEDED, even if a cancel came later); a recorded cancel (CANCELLED); a failed replica
+    that a ROLE or APPLICATION retry still covers (RUNNING, and restart its group) or not
+    (FAILED, and record it); a retry in progress (RUNNING). Otherwise the generic rule,
+    :func:`~anylaunch.schedulers.shared.aggregate_replica_states`, gives the app's state.
+    """
     replicas = [c for c in containers if c.kind == _KIND_REPLICA]
     events = [c for c in containers if c.kind == _KIND_EVENT]
     cancelled = any(e.event == "cancel" for e in events)

@@ -191,6 +191,18 @@ def test_bad_inputs_are_rejected_at_dryrun(
     assert "Fix:" in str(err.value)
 
 
+def test_bad_scheduler_arguments_and_a_nul_in_a_secret_option_value() -> None:
+    for timeout in (0, -1, float("inf"), float("nan"), True, "30"):
+        with pytest.raises(InvalidSpecError, match="start_timeout"):
+            DockerScheduler("s", start_timeout=timeout)  # type: ignore[arg-type]
+    with pytest.raises(InvalidSpecError, match="docker_host"):
+        DockerScheduler("s", docker_host="")
+    role = Role("w", image="busybox:latest", entrypoint="true")
+    with pytest.raises(InvalidSpecError, match="NUL") as err:
+        offline_scheduler().submit_dryrun(AppDef("x", [role]), {"env": {"API_TOKEN": "s3\x00t"}})
+    assert "API_TOKEN" in err.value.field and "s3" not in str(err.value)
+
+
 def test_unknown_run_option_and_clashing_role_names() -> None:
     role = Role("w", image="busybox:latest", entrypoint="true")
     with pytest.raises(InvalidRunConfigException, match="privilegd"):
