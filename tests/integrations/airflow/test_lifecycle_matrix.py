@@ -1,34 +1,54 @@
 """The lifecycle scenario matrix (tests/integrations/lifecycle) through Airflow, in both wait
-modes (sync, and deferred to the trigger): the outcome kind is the task's state and the
-exception class it failed with."""
+modes: polling in the task (sync) and deferred to the trigger, each run with ``dag.test()``.
+
+The outcome kind is the task's state and the anylaunch exception it failed with (read from
+the task log); the handle is the one the task pushed to XCom.
+"""
 
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.integrations.lifecycle.matrix import (
-    SCENARIOS,
-    check,
-    prepare,
-    scenario_run,
-)
+from tests.integrations.lifecycle.matrix import SCENARIOS, Outcome, check, prepare, scenario_run
+from tests.integrations.lifecycle.matrix import faulty_local_plugin as faulty_local_plugin
+from tests.integrations.lifecycle.scenarios import Kind
 from tests.schedulers.slurm.cluster import slurm_cluster as slurm_cluster  # a fixture
 
+#: The XCom key of the app handle (airflow_anylaunch._common.XCOM_APP_HANDLE).
+XCOM_APP_HANDLE = "app_handle"
+# the most specific first: the timeout and lost errors are AnylaunchAppErrors too
+_EXCEPTIONS: tuple[tuple[str, Kind], ...] = (
+    ("AnylaunchAppTimeout", "timeout"),
+    ("AnylaunchAppLost", "lost"),
+    ("AnylaunchAppError", "failed"),
+)
 
-def _kind(state: str, out: str) -> str:
+
+def published_handles(dag_id: str) -> set[str]:
+    """The app handles the DAG's tasks pushed to XCom (read while the DAG runs, too)."""
+    from airflow.models.xcom import XComModel
+    from airflow.utils.session import create_session
+    from sqlalchemy import select
+
+    with create_session() as session:
+        rows = session.scalars(
+            select(XComModel).where(XComModel.dag_id == dag_id, XComModel.key == XCOM_APP_HANDLE)
+        ).all()
+        return {str(XComModel.deserialize_value(row)) for row in rows}
+
+
+def outcome(state: str, log: str) -> Outcome:
+    """The task's outcome: its state, the exception in its log, and its warning records."""
+    warnings = [line for line in log.splitlines() if "[warning" in line.lower()]
     if state == "success":
-        return "success"
-    assert state == "failed", state
-    # the most specific exception first: the timeout and lost errors are app errors too
-    for name, kind in (
-        ("AnylaunchAppTimeout", "timeout"),
-        ("AnylaunchAppLost", "lost"),
-        ("AnylaunchAppError", "failed"),
-    ):
-        if f"{name}:" in out:
-            return kind
-    raise AssertionError(f"the task failed without an anylaunch error:\n{out[-3000:]}")
+        return Outcome("success", "", warnings)
+    assert state == "failed", f"task state {state}:\n{log[-3000:]}"
+    for name, kind in _EXCEPTIONS:
+        marker = f"{name}: "
+        if marker in log:
+            return Outcome(kind, log[log.index(marker) :], warnings)
+    raise AssertionError(f"the task failed without an anylaunch error:\n{log[-3000:]}")
 
 
 @pytest.mark.parametrize("mode", ["sync", "deferred"])
@@ -36,15 +56,18 @@ def _kind(state: str, out: str) -> str:
 def test_airflow(
     name: str,
     mode: str,
+    faulty_local_plugin: None,
     airflow: Any,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     capfd: pytest.CaptureFixture[str],
     request: pytest.FixtureRequest,
 ) -> None:
-    scenario = prepare(name, request, tmp_path, monkeypatch)
-    dag = airflow.test_dag("matrix_dags.py", f"al_matrix_{name}_{mode}")
-    with scenario_run(scenario) as run:
+    scenario = SCENARIOS[name]
+    faults = prepare(scenario, request, tmp_path, monkeypatch)
+    dag_id = f"al_matrix_{name}_{mode}"
+    dag = airflow.test_dag("matrix_dags.py", dag_id)
+    with scenario_run(scenario, faults, lambda: published_handles(dag_id)) as run:
         dagrun = airflow.run(dag)
-    out = capfd.readouterr().out
-    check(run, _kind(airflow.states(dagrun)["matrix"], out))
+        log = capfd.readouterr().out
+        check(run, outcome(airflow.states(dagrun)["matrix"], log))

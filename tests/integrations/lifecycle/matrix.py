@@ -1,225 +1,300 @@
-"""One scenario matrix for every engine: the same apps and faults, the same expected app
-state and the same kind of engine outcome (the behaviour table in docs/lifecycle.md).
+"""What every engine's matrix test shares: the plugin's registration, a scenario's faults, the
+app deleted underneath, and the checks of the outcome against the behaviour table.
 
-Engines: Airflow sync, Airflow deferred (its trigger), Prefect, Dagster. Each engine's test
-module runs every scenario through the engine and maps the engine's result to an outcome kind
-(``success``, ``failed``, ``timeout``, ``lost``); this module holds what they share.
+An engine's test runs a scenario through the engine inside :func:`scenario_run`, giving it a
+function that reads the handles the engine published (Airflow XCom, Prefect flow-run labels,
+Dagster run tags), maps the engine's result to an :class:`Outcome` and calls :func:`check`,
+which asserts the kind of outcome, the failure text, the warnings, that exactly one app was
+launched, and the app's final state read through a fresh Runner from the real backend (never
+through the faulted status API).
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
-import json
+import importlib
+import os
+import shutil
 import sys
+import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from anylaunch.specs import AppState
-from tests.integrations.lifecycle.faulty_local import BACKEND, FAULTS_ENV
+from anylaunch.specs.api import AppStatus, parse_app_handle
+from tests.integrations.lifecycle.faulty_local import (
+    BACKEND,
+    FAULTS_ENV,
+    INJECTED,
+    read_rules,
+    status_api,
+    write_rules,
+)
+from tests.integrations.lifecycle.scenarios import SCENARIOS, Kind, Scenario
 
+REPO = Path(__file__).resolve().parents[3]
 #: A safety net for waits on a loaded machine, never a timing assertion.
-DEADLINE_S = 90.0
+DEADLINE_S = 120.0
+#: The plugin's distribution, as an installer would lay it out.
+DIST_INFO = "faulty_local_plugin-0.dist-info"
+ENTRY_POINT = f"{BACKEND} = tests.integrations.lifecycle.faulty_local:create_scheduler"
+
+__all__ = [
+    "DEADLINE_S",
+    "SCENARIOS",
+    "Outcome",
+    "Run",
+    "check",
+    "faulty_local_plugin",
+    "plugin_site",
+    "prepare",
+    "real_handle",
+    "scenario_run",
+]
 
 
-@dataclass(frozen=True)
-class Scenario:
-    """One row of the matrix."""
-
-    name: str
-    #: the app's python code
-    code: str
-    #: where it runs: the faulty local plugin, or the real Slurm cluster (a real queue hold)
-    scheduler: str = BACKEND
-    cfg: dict[str, Any] = field(default_factory=dict)
-    fault: dict[str, int] | None = None
-    startup_timeout: float | None = None
-    run_timeout: float | None = None
-    #: delete the app (through a Runner) once it runs
-    delete_when_running: bool = False
-    #: the app's final state (None: the scheduler no longer knows it)
-    expected_state: AppState | None = AppState.SUCCEEDED
-    #: the kind of engine outcome
-    expected_kind: str = "success"
-
-    @property
-    def app_name(self) -> str:
-        return f"matrix-{self.name.replace('_', '-')}"
+# --- the plugin ------------------------------------------------------------------------------
 
 
-SLEEP = "import time; print('running', flush=True); time.sleep(60)"
-SCENARIOS = {
-    s.name: s
-    for s in (
-        Scenario("success", "print('hello from the matrix', flush=True)"),
-        Scenario(
-            "nonzero_exit",
-            "import sys; print('failing', flush=True); sys.exit(3)",
-            expected_state=AppState.FAILED,
-            expected_kind="failed",
-        ),
-        Scenario(
-            "startup_timeout",
-            "",  # never starts: Slurm holds the job (BeginTime) for an hour
-            scheduler="slurm",
-            cfg={"sbatch_args": ["--begin=now+3600"]},
-            startup_timeout=2,
-            expected_state=AppState.CANCELLED,
-            expected_kind="timeout",
-        ),
-        Scenario(
-            "run_timeout",
-            SLEEP,
-            run_timeout=2,
-            expected_state=AppState.CANCELLED,
-            expected_kind="timeout",
-        ),
-        Scenario(
-            "errors_then_recovery",
-            "import time; print('working', flush=True); time.sleep(3)",
-            fault={"errors": 4},
-        ),
-        Scenario(
-            "backend_gone",
-            SLEEP,
-            fault={"down_after": 2},
-            expected_state=AppState.CANCELLED,
-            expected_kind="lost",
-        ),
-        Scenario(
-            "deleted_underneath",
-            SLEEP,
-            delete_when_running=True,
-            expected_state=None,
-            expected_kind="lost",
-        ),
-    )
-}
+_site: list[Path] = []
 
 
-def app_dict(scenario: Scenario) -> dict[str, Any]:
-    """The scenario's AppDef in its dict form."""
-    if scenario.scheduler == "slurm":
-        role = {"name": "main", "image": "/tmp", "entrypoint": "sleep", "args": ["60"]}
-        role["resource"] = {"cpu": 1, "gpu": 0, "memMB": 64}
-    else:
-        role = {"name": "main", "image": ".", "entrypoint": sys.executable}
-        role["args"] = ["-c", scenario.code]
-    return {"name": scenario.app_name, "roles": [role]}
+def plugin_site() -> Path:
+    """A directory holding the ``faulty_local`` plugin's dist-info (its entry point), as an
+    installer lays it out; made once per test session."""
+    if not _site:
+        site = Path(tempfile.mkdtemp(prefix="faulty-local-site-"))
+        atexit.register(shutil.rmtree, site, True)
+        dist = site / DIST_INFO
+        dist.mkdir()
+        metadata = "Metadata-Version: 2.1\nName: faulty_local_plugin\nVersion: 0\n"
+        (dist / "METADATA").write_text(metadata)
+        (dist / "entry_points.txt").write_text(f"[anylaunch.schedulers]\n{ENTRY_POINT}\n")
+        _site.append(site)
+    return _site[0]
 
 
-def install_plugin(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Registers ``faulty_local`` as an entry-point plugin for this test (this process and
-    its children)."""
-    import importlib
+@pytest.fixture(scope="module")
+def faulty_local_plugin() -> Iterator[None]:
+    """Puts the plugin on ``sys.path`` and ``PYTHONPATH`` (for this process, its threads, the
+    Airflow trigger and any subprocess) while a matrix module runs; other tests never see it."""
+    from anylaunch.schedulers import get_scheduler_factories
 
-    site = root / "plugin-site"
-    dist = site / "anylaunch_matrix_plugin-0.0.0.dist-info"
-    dist.mkdir(parents=True, exist_ok=True)
-    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: anylaunch-matrix-plugin\n")
-    (dist / "entry_points.txt").write_text(
-        f"[anylaunch.schedulers]\n{BACKEND} = tests.integrations.lifecycle.faulty_local:"
-        "create_scheduler\n"
-    )
-    monkeypatch.syspath_prepend(str(site))
-    monkeypatch.setenv("PYTHONPATH", f"{site}:{Path.cwd()}")
+    site = plugin_site()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.syspath_prepend(str(site))
+        inherited = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+        mp.setenv("PYTHONPATH", os.pathsep.join([str(site), str(REPO), *inherited]))
+        importlib.invalidate_caches()  # importlib.metadata caches the paths it has searched
+        assert BACKEND in get_scheduler_factories(), sys.path[:3]
+        yield
     importlib.invalidate_caches()
 
 
 def prepare(
-    name: str, request: pytest.FixtureRequest, root: Path, monkeypatch: pytest.MonkeyPatch
-) -> Scenario:
-    """Everything a scenario needs before its engine runs: its backend (Slurm for the held
-    job), the faulty plugin and the scenario's faults. Returns the scenario."""
-    scenario = SCENARIOS[name]
+    scenario: Scenario,
+    request: pytest.FixtureRequest,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> Path:
+    """Everything a scenario needs before its engine runs: its backend (the Slurm cluster for
+    the held job) and its fault file. Returns the fault file."""
     if scenario.scheduler == "slurm":
         request.getfixturevalue("slurm_cluster")
-    install_plugin(root, monkeypatch)
-    set_faults(root, scenario, monkeypatch)
-    return scenario
+    faults = tmp_path / "faults"
+    write_rules(faults, scenario.fault_rules())  # also when empty: its lock orders a delete
+    monkeypatch.setenv(FAULTS_ENV, str(faults))
+    return faults
 
 
-def set_faults(root: Path, scenario: Scenario, monkeypatch: pytest.MonkeyPatch) -> None:
-    path = root / "faults.json"
-    path.write_text(json.dumps({scenario.app_name: scenario.fault} if scenario.fault else {}))
-    monkeypatch.setenv(FAULTS_ENV, str(path))
+# --- a run -----------------------------------------------------------------------------------
 
 
-def _apps(scenario: Scenario) -> dict[str, Any]:
-    """This scenario's apps the scheduler knows: handle -> ListAppResponse."""
+def real_handle(handle: str) -> str:
+    """The handle on the real backend: a ``faulty_local`` app is a local_cwd app.
+
+    >>> real_handle("faulty_local://s/a-1"), real_handle("slurm://s/42")
+    ('local_cwd://s/a-1', 'slurm://s/42')
+    """
+    backend, session, app_id = parse_app_handle(handle)
+    return f"local_cwd://{session}/{app_id}" if backend == BACKEND else handle
+
+
+def _real_backend(scenario: Scenario) -> str:
+    return "local_cwd" if scenario.scheduler == BACKEND else scenario.scheduler
+
+
+def _status(handle: str) -> AppStatus | None:
     from anylaunch.runner import get_runner
 
     with get_runner() as runner:
-        listed = runner.list(scenario.scheduler)
+        return runner.status(real_handle(handle))
+
+
+def _launched(scenario: Scenario) -> set[str]:
+    """The ids of this scenario's apps the real backend knows."""
+    from anylaunch.runner import get_runner
+
+    with get_runner() as runner:
+        listed = runner.list(_real_backend(scenario))
     return {
-        a.app_handle: a
+        a.app_id
         for a in listed
         if a.name == scenario.app_name or a.app_id.startswith(f"{scenario.app_name}-")
     }
 
 
 @dataclass
+class Outcome:
+    """What an engine made of a scenario."""
+
+    kind: Kind
+    #: the failure text (the exception's or the failure's); "" on success
+    text: str = ""
+    #: the engine's warning records
+    warnings: list[str] = field(default_factory=list)
+
+
+@dataclass
 class Run:
-    """One scenario run through one engine: what existed before, and a deleter thread."""
+    """One scenario through one engine."""
 
     scenario: Scenario
-    before: dict[str, Any]
+    faults: Path
+    #: reads the handles the engine has published so far (may raise while the engine writes)
+    published: Callable[[], set[str]]
+    before_published: set[str] = field(default_factory=set)
+    before_apps: set[str] = field(default_factory=set)
+    #: the app the test deleted underneath the engine
     deleted: list[str] = field(default_factory=list)
+    #: what went wrong in the deleter thread
+    errors: list[BaseException] = field(default_factory=list)
 
-    def new_apps(self) -> dict[str, Any]:
-        return {h: a for h, a in _apps(self.scenario).items() if h not in self.before}
+    def new_handles(self) -> set[str]:
+        return self.published() - self.before_published
+
+    def handle(self) -> str:
+        """The handle the engine published for this run (exactly one)."""
+        new = self.new_handles()
+        assert len(new) == 1, f"{self.scenario.name}: the engine published {sorted(new)}"
+        return next(iter(new))
+
+
+def _wait_for(what: str, check: Callable[[], object], stop: threading.Event) -> object:
+    deadline = time.monotonic() + DEADLINE_S
+    while not stop.is_set():
+        try:
+            value = check()
+        except Exception:  # the engine may be writing what we read (a locked SQLite)
+            value = None
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"gave up after {DEADLINE_S:g}s waiting for {what}")
+        time.sleep(0.05)
+    return None
+
+
+def _delete_when_running(run: Run, stop: threading.Event) -> None:
+    """Deletes the app through a Runner once the engine published its handle and it runs."""
+    from anylaunch.runner import get_runner
+
+    try:
+        if not _wait_for("the engine to publish the handle", run.new_handles, stop):
+            return
+        handle = sorted(run.new_handles())[0]
+
+        def running() -> bool:
+            status = _status(handle)
+            return status is not None and status.state == AppState.RUNNING
+
+        if not _wait_for(f"{handle} to run", running, stop):
+            return
+        # Holding the status API's lock, no status call runs while the app is deleted: the
+        # engine's next call finds the app unknown, never half-deleted (cancelled, its record
+        # still there), as when a scheduler purges a record at once.
+        with status_api(str(run.faults)), get_runner() as runner:
+            runner.delete(handle)
+        run.deleted.append(handle)
+    except BaseException as e:  # reported by check()
+        run.errors.append(e)
 
 
 @contextlib.contextmanager
-def scenario_run(scenario: Scenario) -> Iterator[Run]:
-    """Around one engine run: snapshots the scenario's apps, and for ``delete_when_running``
-    deletes the app (through a Runner, as an operator would) once it runs."""
-    run = Run(scenario, _apps(scenario))
+def scenario_run(
+    scenario: Scenario, faults: Path, published: Callable[[], set[str]]
+) -> Iterator[Run]:
+    """Around one engine run: snapshots what existed before, deletes the app underneath the
+    engine if the scenario says so, and afterwards cancels whatever still runs (a test that
+    failed must not leave a held Slurm job or a sleeping app behind)."""
+    run = Run(scenario, faults, published, published(), _launched(scenario))
     stop = threading.Event()
-
-    def delete_when_running() -> None:
-        from anylaunch.runner import get_runner
-
-        deadline = time.monotonic() + DEADLINE_S
-        while not stop.is_set() and time.monotonic() < deadline:
-            for handle, app in run.new_apps().items():
-                if app.state == AppState.RUNNING:
-                    with get_runner() as runner:
-                        runner.delete(handle)
-                    run.deleted.append(handle)
-                    return
-            time.sleep(0.1)
-
-    thread = threading.Thread(target=delete_when_running, daemon=True)
+    deleter = threading.Thread(target=_delete_when_running, args=(run, stop), daemon=True)
     if scenario.delete_when_running:
-        thread.start()
+        deleter.start()
     try:
         yield run
     finally:
         stop.set()
-        if thread.is_alive():
-            thread.join(timeout=10)
+        if deleter.is_alive():
+            deleter.join(timeout=DEADLINE_S)
+        _cancel_leftovers(run)
 
 
-def check(run: Run, kind: str) -> None:
-    """Asserts the scenario's expected engine outcome kind and final app state."""
+def _cancel_leftovers(run: Run) -> None:
+    from anylaunch.runner import get_runner
+
+    backend = _real_backend(run.scenario)
+    with contextlib.suppress(Exception), get_runner() as runner:
+        for app_id in _launched(run.scenario) - run.before_apps:
+            handle = f"{backend}://anylaunch/{app_id}"
+            status = runner.status(handle)
+            if status is not None and not status.is_terminal():
+                runner.cancel(handle)
+
+
+# --- the checks ------------------------------------------------------------------------------
+
+
+def check(run: Run, outcome: Outcome) -> None:
+    """Asserts the behaviour table's cell: the engine's outcome and the app's final state."""
     scenario = run.scenario
-    assert kind == scenario.expected_kind, f"{scenario.name}: engine outcome {kind}"
+    assert not run.errors, f"deleting the app underneath failed: {run.errors!r}"
+    assert outcome.kind == scenario.expected_kind, (
+        f"{scenario.name}: the engine's outcome is {outcome.kind!r}, the table says "
+        f"{scenario.expected_kind!r}; its text:\n{outcome.text[-3000:]}"
+    )
+    if scenario.expected_text:
+        assert scenario.expected_text in outcome.text, outcome.text[-3000:]
+    if scenario.expect_warnings:
+        injected = [w for w in outcome.warnings if INJECTED in w]
+        assert injected, f"no warning about the failed status calls in {outcome.warnings}"
+    if scenario.fault and scenario.fault.startswith("errors"):
+        # the engine really met the errors (and recovered from all of them)
+        assert read_rules(run.faults) == [f"{scenario.app_name} errors 0"]
+
+    handle = run.handle()
+    app_id = parse_app_handle(handle).app_id
+    launched = _launched(scenario) - run.before_apps
     if scenario.expected_state is None:  # deleted underneath: the scheduler forgot it
-        assert run.deleted, "the app was never seen running"
-        assert run.new_apps() == {}
+        assert run.deleted == [handle], f"the test never deleted {handle}: {run.deleted}"
+        assert launched == set(), launched
+        assert _status(handle) is None
         return
+    assert launched == {app_id}, f"{scenario.name}: launched {sorted(launched)}"
+    status = _status(handle)
     deadline = time.monotonic() + DEADLINE_S
-    while True:
-        apps = run.new_apps()
-        assert len(apps) == 1, f"{scenario.name}: launched {sorted(apps)}"
-        (app,) = apps.values()
-        if app.state == scenario.expected_state or time.monotonic() > deadline:
-            break
+    while (status is None or not status.is_terminal()) and time.monotonic() < deadline:
         time.sleep(0.2)  # a cancel takes effect asynchronously
-    assert app.state == scenario.expected_state, f"{scenario.name}: app ended {app.state.name}"
+        status = _status(handle)
+    assert status is not None, f"{handle} is gone"
+    assert status.state == scenario.expected_state, (
+        f"{scenario.name}: app {handle} ended {status.state.name}, the table says "
+        f"{scenario.expected_state.name}"
+    )

@@ -1,5 +1,9 @@
 """DAGs of the lifecycle scenario matrix (tests/integrations/lifecycle): one per scenario and
-wait mode, ``al_matrix_{scenario}_{sync|deferred}``."""
+wait mode, ``al_matrix_{scenario}_{sync|deferred}``, each with one task ``matrix``.
+
+Parsing this file needs the ``faulty_local`` plugin registered (the matrix test's fixture
+does it): the operator checks its scheduler's name when the DAG is built.
+"""
 
 from datetime import datetime
 
@@ -7,10 +11,12 @@ from airflow.sdk import DAG
 
 from airflow_anylaunch.operators import AnylaunchOperator
 from anylaunch.specs.serialize import appdef_from_dict
-from tests.integrations.lifecycle.matrix import SCENARIOS, app_dict
+from tests.integrations.lifecycle.scenarios import POLL_INTERVAL_S, SCENARIOS
+
+MODES = ("sync", "deferred")
 
 for scenario in SCENARIOS.values():
-    for mode in ("sync", "deferred"):
+    for mode in MODES:
         with DAG(
             f"al_matrix_{scenario.name}_{mode}",
             schedule=None,
@@ -19,11 +25,11 @@ for scenario in SCENARIOS.values():
         ):
             AnylaunchOperator(
                 task_id="matrix",
-                app=appdef_from_dict(app_dict(scenario)),
+                app=appdef_from_dict(scenario.app()),
                 scheduler=scenario.scheduler,
                 cfg=dict(scenario.cfg),
                 deferrable=mode == "deferred",
-                poll_interval=0.3,
+                poll_interval=POLL_INTERVAL_S,
                 startup_timeout=scenario.startup_timeout,
                 run_timeout=scenario.run_timeout,
             )
