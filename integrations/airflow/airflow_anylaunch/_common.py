@@ -7,10 +7,10 @@ cheap; everything here works on the public ``anylaunch.runner`` / ``anylaunch.sp
 from __future__ import annotations
 
 import contextlib
-from collections import deque
+import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 if TYPE_CHECKING:
     from anylaunch.runner import Runner
@@ -21,7 +21,7 @@ DEFAULT_CONN_ID = "anylaunch_default"
 #: XCom keys pushed by the operator as soon as the app is scheduled.
 XCOM_APP_HANDLE = "app_handle"
 XCOM_UI_URL = "ui_url"
-#: Log lines kept for the error message of a failed app.
+#: Log lines kept for the failure text (the core ``LineBuffer``'s default).
 TAIL_LINES = 20
 #: What ``on_kill_action`` accepts.
 ON_KILL_ACTIONS = ("cancel", "keep")
@@ -101,8 +101,28 @@ def check_handle(field: str, handle: object) -> str:
     return str(handle)
 
 
-def status_dict(handle: str, status: AppStatus | None) -> dict[str, Any]:
-    """The JSON-friendly result of a task: the handle plus ``AppStatus.to_dict()``.
+def _masked(value: Any, redact: Callable[[str], str]) -> Any:
+    """``value`` (JSON-like) with every string masked; a string holding JSON is masked inside
+    (so that a secret escaped in it cannot slip past) and stays the same JSON."""
+    if isinstance(value, str):
+        if value[:1] in ("{", "["):
+            try:
+                return json.dumps(_masked(json.loads(value), redact))
+            except ValueError:
+                pass
+        return redact(value)
+    if isinstance(value, dict):
+        return {k: _masked(v, redact) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_masked(v, redact) for v in value]
+    return value
+
+
+def status_dict(
+    handle: str, status: AppStatus | None, redact: Callable[[str], str] | None = None
+) -> dict[str, Any]:
+    """The JSON-friendly result of a task: the handle plus ``AppStatus.to_dict()``, with every
+    secret masked by ``redact`` (the dict goes to XCom, exceptions and trigger events).
 
     >>> from anylaunch.specs.api import AppState, AppStatus
     >>> d = status_dict("local_cwd://s/x-1", AppStatus(AppState.SUCCEEDED))
@@ -110,6 +130,12 @@ def status_dict(handle: str, status: AppStatus | None) -> dict[str, Any]:
     ('local_cwd://s/x-1', 'SUCCEEDED')
     >>> status_dict("local_cwd://s/x-1", None)["state"]
     'UNKNOWN'
+    >>> from anylaunch.specs.secrets import Redactor
+    >>> failed = AppStatus(AppState.FAILED, msg="bad pw hunter22",
+    ...     structured_error_msg='{"exit_code": 1, "stderr_tail": ["pw=hunter22"]}')
+    >>> masked = status_dict("local_cwd://s/x-1", failed, Redactor(["hunter22"]))
+    >>> masked["msg"], masked["structured_error_msg"]
+    ('bad pw ***', '{"exit_code": 1, "stderr_tail": ["pw=***"]}')
     """
     if status is None:
         return {
@@ -117,16 +143,25 @@ def status_dict(handle: str, status: AppStatus | None) -> dict[str, Any]:
             "state": "UNKNOWN",
             "msg": "the scheduler has no record of it",
         }
-    return {"app_handle": handle, **status.to_dict()}
+    result = {"app_handle": handle, **status.to_dict()}
+    return result if redact is None else cast("dict[str, Any]", _masked(result, redact))
 
 
-def cancel_app(handle: str) -> None:
-    """Cancels the app with a runner of its own (safe from a signal handler mid-poll)."""
+def cancel_app(handle: str, wait_s: float = 0.0) -> AppStatus | None:
+    """Cancels the app (unless it already ended) with a runner of its own, safe from a signal
+    handler mid-poll, by the core cancel rule (``runner.driver.cancel_and_wait``: a failing
+    status call never stops the cancel); waits up to ``wait_s`` for its end and returns its
+    last known status.
+
+    Raises:
+        Exception: what the cancel call raised (the app may still run)
+    """
     from anylaunch.runner import get_runner
+    from anylaunch.runner.driver import cancel_and_wait
     from anylaunch.specs.api import parse_app_handle
 
     with get_runner(parse_app_handle(handle).session_name or None) as runner:
-        runner.cancel(handle)
+        return cancel_and_wait(runner, handle, wait_s)
 
 
 def _close(iterable: Iterable[str]) -> None:
@@ -137,18 +172,21 @@ def _close(iterable: Iterable[str]) -> None:
 
 
 class LogFollower:
-    """Reads the lines an app's replicas wrote since the last call, prefixed ``role/replica``.
+    """Reads the lines an app's replicas wrote since the last call, each ``role/replica text``
+    (core ``format_line``), masked by ``redact``.
 
     The cursor (:attr:`positions`: lines already read per ``role/replica``) is JSON-friendly so
-    a trigger can carry it. Each call re-reads the logs from the start through
-    ``Runner.log_lines`` (portable across schedulers) and skips what was already read. A line
-    still being written (no newline yet) is held back until the app ends.
+    a trigger can carry it across triggerer restarts. Each call re-reads the logs from the start
+    through ``Runner.log_lines`` (portable across schedulers) and skips what was already read.
+    A line still being written (no newline yet) is held back until the app ends. The lines go
+    through a core ``LineBuffer``, which masks them and keeps the :attr:`tail`.
 
     Args:
         positions: the cursor to start from (default: the beginning of every log)
         roles: only these roles (default: all)
         replicas: only these replica ids (default: all)
         tail_size: how many of the latest lines :attr:`tail` keeps
+        redact: masks secrets in every line (and so in the tail)
     """
 
     def __init__(
@@ -157,14 +195,26 @@ class LogFollower:
         roles: Sequence[str] | None = None,
         replicas: Sequence[int] | None = None,
         tail_size: int = TAIL_LINES,
+        redact: Callable[[str], str] | None = None,
     ) -> None:
+        from anylaunch.runner.lines import LineBuffer
+
         self.positions: dict[str, int] = {str(k): int(v) for k, v in (positions or {}).items()}
         self.roles = None if roles is None else set(roles)
         self.replicas = None if replicas is None else set(replicas)
-        self.tail: deque[str] = deque(maxlen=tail_size)
+        self._redact = redact
+        self._lines = LineBuffer(redact, tail_size=tail_size)
         self._broken: set[str] = set()
         self._warned: set[str] = set()
         self._described: list[tuple[str, int]] | None = None
+
+    @property
+    def tail(self) -> list[str]:
+        """The latest lines read (masked), oldest first."""
+        return self._lines.tail
+
+    def _mask(self, text: str) -> str:
+        return self._redact(text) if self._redact is not None else text
 
     def _targets(self, runner: Runner, handle: str, status: AppStatus) -> list[tuple[str, int]]:
         found = [(rs.role, rep.id) for rs in status.roles for rep in rs.replicas]
@@ -191,13 +241,14 @@ class LogFollower:
         status: AppStatus,
         warn: Callable[[str], None] | None = None,
     ) -> list[str]:
-        """New lines of the selected replicas, without their newlines, each ``role/k text``.
+        """New lines of the selected replicas, masked, without their newlines.
 
-        A scheduler that cannot iterate logs is reported once through ``warn`` and skipped
-        from then on; other read errors are reported once and retried on the next call.
+        A scheduler that cannot iterate logs is reported once through ``warn`` (masked) and
+        skipped from then on; other read errors are reported once and retried on the next call.
         """
+        from anylaunch.runner.lines import format_line
+
         final = status.is_terminal()
-        out: list[str] = []
         for role, k in self._targets(runner, handle, status):
             key = f"{role}/{k}"
             if key in self._broken:
@@ -212,19 +263,17 @@ class LogFollower:
                         continue
                     if not line.endswith("\n") and not final:
                         break  # still being written: read it whole next time
-                    text = f"{key} {line.rstrip(chr(10)).rstrip(chr(13))}"
-                    out.append(text)
-                    self.tail.append(text)
+                    self._lines.add(format_line(role, k, line))
                     read += 1
             except NotImplementedError as e:  # the scheduler cannot iterate logs at all
                 self._broken.add(key)
                 if warn is not None:
-                    warn(f"not streaming the logs of {key} of {handle}: {e}")
+                    warn(self._mask(f"not streaming the logs of {key} of {handle}: {e}"))
             except Exception as e:  # logs are a convenience: never fail the wait for them
                 if warn is not None and key not in self._warned:
                     self._warned.add(key)
-                    warn(f"cannot read the logs of {key} of {handle} yet (will retry): {e}")
+                    warn(self._mask(f"cannot read the logs of {key} of {handle} yet: {e}"))
             finally:
                 _close(lines)
                 self.positions[key] = start + read
-        return out
+        return self._lines.take()

@@ -24,16 +24,32 @@ class ResumableJobMixin:
         return self.get_job_result(external_id, context)  # type: ignore[attr-defined]
 
 
-def mask_secret(value: str) -> None:
-    """Registers ``value`` with Airflow's own secrets masker (every Airflow log line then
-    masks it too), on Airflow 3 (``airflow.sdk.log``) or 2 (``airflow.utils.log``)."""
+def _masker(name: str) -> Any:
     import importlib
 
+    # Airflow 3 (the task SDK), then Airflow 2
     for module in ("airflow.sdk.log", "airflow.utils.log.secrets_masker"):
         try:
-            register = importlib.import_module(module).mask_secret
+            return getattr(importlib.import_module(module), name)
         except (ImportError, AttributeError):
             continue
+    return None
+
+
+def mask_secret(value: str) -> None:
+    """Registers ``value`` with Airflow's own secrets masker (every Airflow log line then
+    masks it too), on Airflow 3 (``airflow.sdk.log``) or 2 (``airflow.utils.log``). Without a
+    masker to tell, our own redactor still masks our lines."""
+    register = _masker("mask_secret")
+    if register is not None:
         register(value)
+
+
+async def amask_secret(value: str) -> None:
+    """:func:`mask_secret` for a trigger: on the triggerer's event loop, Airflow's masker must
+    be told asynchronously (its sync form would block the loop on the supervisor channel)."""
+    register = _masker("amask_secret")
+    if register is not None:
+        await register(value)
         return
-    # no masker to tell: our own redactor still masks our lines
+    mask_secret(value)

@@ -16,7 +16,6 @@ runs.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Mapping, Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, ClassVar, NoReturn
@@ -28,7 +27,6 @@ from airflow_anylaunch._common import (
     ON_KILL_ACTIONS,
     XCOM_APP_HANDLE,
     XCOM_UI_URL,
-    LogFollower,
     cancel_app,
     interval,
     is_template,
@@ -47,8 +45,9 @@ if TYPE_CHECKING:
     from airflow.sdk import ResumableJobMixin, XComArg
     from airflow.sdk.definitions.context import Context
 
+    from airflow_anylaunch._watch import SyncWatch
     from anylaunch.runner import Runner
-    from anylaunch.runner.watch import PollError
+    from anylaunch.runner.watch import Decision, PollError, WatchPolicy
     from anylaunch.specs.api import AppDef, AppDryRunInfo, AppStatus
     from anylaunch.specs.secrets import Redactor
 else:
@@ -73,6 +72,22 @@ def _is_xcom_arg(value: object) -> bool:
 def _later(value: object) -> bool:
     """True if Airflow resolves ``value`` at run time (checks wait until then)."""
     return is_template(value) or _is_xcom_arg(value)
+
+
+def _as_list(value: Any) -> Any:
+    """A sequence argument as a list; anything else (a bare string too) as it is, for the
+    argument checks to reject."""
+    if value is None or isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
+        return value
+    return list(value)
+
+
+def _is_name(value: object) -> bool:
+    return isinstance(value, str) and bool(value.strip())
+
+
+def _is_replica(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
 def _input_error(e: Exception) -> AnylaunchInputError:
@@ -188,11 +203,11 @@ class AnylaunchOperator(ResumableJobMixin, BaseOperator):
         self.poll_interval = interval("poll_interval", poll_interval)
         self.startup_timeout = seconds("startup_timeout", startup_timeout)
         self.run_timeout = seconds("run_timeout", run_timeout)
-        self.secret_env_names = None if secret_env_names is None else list(secret_env_names)
+        self.secret_env_names = _as_list(secret_env_names)
         self.on_kill_action = on_kill_action
         self.stream_logs = stream_logs
-        self.log_roles = None if log_roles is None else list(log_roles)
-        self.log_replicas = None if log_replicas is None else list(log_replicas)
+        self.log_roles = _as_list(log_roles)
+        self.log_replicas = _as_list(log_replicas)
         self._check_args(parse_time=True)
         # set while a task runs
         self._runner: Runner | None = None
@@ -292,21 +307,14 @@ class AnylaunchOperator(ResumableJobMixin, BaseOperator):
                 raise InvalidSpecError(
                     name, getattr(self, name), "must be a bool", "pass True or False"
                 )
-        names = self.secret_env_names
-        if names is not None and not all(isinstance(n, str) and n for n in names):
-            raise InvalidSpecError(
-                "secret_env_names", names, "must be env names", "e.g. ['DB_URL']"
-            )
-        if self.log_roles is not None and not all(isinstance(r, str) for r in self.log_roles):
-            raise InvalidSpecError(
-                "log_roles", self.log_roles, "must be role names", "e.g. ['trainer']"
-            )
-        if self.log_replicas is not None and not all(
-            isinstance(k, int) and not isinstance(k, bool) and k >= 0 for k in self.log_replicas
+        for name, ok, problem, example in (
+            ("secret_env_names", _is_name, "must be a list of env names", "['DB_URL']"),
+            ("log_roles", _is_name, "must be a list of role names", "['trainer']"),
+            ("log_replicas", _is_replica, "must be a list of replica ids >= 0", "[0]"),
         ):
-            raise InvalidSpecError(
-                "log_replicas", self.log_replicas, "must be replica ids >= 0", "e.g. [0]"
-            )
+            value = getattr(self, name)
+            if value is not None and not (isinstance(value, list) and all(map(ok, value))):
+                raise InvalidSpecError(name, value, problem, f"e.g. {name}={example}")
 
     # --- building the request --------------------------------------------------------------
 
@@ -393,23 +401,31 @@ class AnylaunchOperator(ResumableJobMixin, BaseOperator):
         submission, no network, no credentials. Templates are not rendered."""
         scheduler, cfg = self._prepare(None)
         try:
-            return self._dryrun(scheduler, cfg, None)
+            return self._dryrun(scheduler, cfg, None)[0]
         finally:
             self._close_runner()
 
     def dry_run(self) -> None:
-        """Prints the native request this task would submit (see :meth:`dryrun_request`)."""
-        print(self.dryrun_request())
+        """Prints the native request this task would submit (see :meth:`dryrun_request`),
+        secrets masked."""
+        scheduler, cfg = self._prepare(None)
+        try:
+            info, app = self._dryrun(scheduler, cfg, None)
+        finally:
+            self._close_runner()
+        print(self._redactor_for(app)(str(info)))
 
     def _dryrun(
         self, scheduler: str, cfg: dict[str, Any], parent: str | None
-    ) -> AppDryRunInfo[Any]:
+    ) -> tuple[AppDryRunInfo[Any], AppDef]:
+        """The request and the app it was built from."""
         from anylaunch.components import ComponentNotFoundException
         from anylaunch.specs.errors import InvalidSpecError, UnknownSchedulerException
 
         assert self._runner is not None
         try:
-            return self._runner.dryrun(self._appdef(), scheduler, cfg, self.workspace, parent)
+            app = self._appdef()
+            return self._runner.dryrun(app, scheduler, cfg, self.workspace, parent), app
         except (InvalidSpecError, UnknownSchedulerException, ComponentNotFoundException) as e:
             raise _input_error(e) from e
 
@@ -418,6 +434,40 @@ class AnylaunchOperator(ResumableJobMixin, BaseOperator):
         if runner is not None:
             runner.close()
 
+    # --- secrets ---------------------------------------------------------------------------
+
+    def _redactor_for(self, app: AppDef | None) -> Redactor:
+        """A redactor for the secret env values of ``app`` (the built-in secret names and
+        ``secret_env_names``); the values are told to Airflow's own masker as well."""
+        from airflow_anylaunch._compat import mask_secret
+        from anylaunch.specs.secrets import Redactor, secret_values
+
+        values = [
+            value
+            for role in (app.roles if app is not None else [])
+            for value in secret_values(role.env, self.secret_env_names or ())
+        ]
+        for value in values:
+            mask_secret(value)
+        return Redactor(values)
+
+    def _redactor(self) -> Redactor | None:
+        """The app's redactor. A reattached task reads the app's env from its scheduler: None
+        while that fails (the wait asks again at its next poll, streaming no line meanwhile)."""
+        if self._redact is None and self._handle is not None and self._runner is not None:
+            try:
+                self._redact = self._redactor_for(self._runner.describe(self._handle))
+            except Exception as e:
+                self.log.warning(
+                    "cannot read the env of anylaunch app %s yet (to mask its secrets): %s",
+                    self._handle,
+                    type(e).__name__,
+                )
+        return self._redact
+
+    def _mask(self, text: str) -> str:
+        return self._redact(text) if self._redact is not None else text
+
     # --- execution -------------------------------------------------------------------------
 
     def execute(self, context: Context) -> Any:
@@ -425,6 +475,7 @@ class AnylaunchOperator(ResumableJobMixin, BaseOperator):
         self._handle = None
         self._result = None
         self._timed_out = False
+        self._redact = None
         try:
             result = self.execute_resumable(context)
         finally:
@@ -437,25 +488,12 @@ class AnylaunchOperator(ResumableJobMixin, BaseOperator):
         scheduler, cfg = self._scheduler_cfg
         ti = context["ti"]
         parent = f"airflow:{ti.dag_id}/{ti.run_id}/{ti.task_id}"
-        info = self._dryrun(scheduler, cfg, parent)
-        self._use_redactor(info._app)
+        info, app = self._dryrun(scheduler, cfg, parent)
+        self._redact = self._redactor_for(app)
         self.log.info("anylaunch request for scheduler %s:\n%s", scheduler, self._mask(str(info)))
         handle = self._runner.schedule(info)
         self.log.info("launched anylaunch app %s", handle)
         return handle
-
-    def _use_redactor(self, app: AppDef | None) -> None:
-        """Masks the secret env values of ``app`` from now on, here and in Airflow's logs."""
-        from airflow_anylaunch._compat import mask_secret
-        from anylaunch.specs.secrets import app_redactor, secret_values
-
-        self._redact = app_redactor(app, self.secret_env_names or ())
-        for role in app.roles if app is not None else []:
-            for value in secret_values(role.env, self.secret_env_names or ()):
-                mask_secret(value)
-
-    def _mask(self, text: str) -> str:
-        return self._redact(text) if self._redact is not None else text
 
     def get_job_status(self, external_id: Any, context: Context) -> str:
         assert self._runner is not None
@@ -468,11 +506,10 @@ class AnylaunchOperator(ResumableJobMixin, BaseOperator):
     def is_job_succeeded(self, status: str) -> bool:
         return status == "SUCCEEDED"
 
-    def _publish(self, context: Context, handle: str) -> AppStatus | PollError:
+    def _publish(self, context: Context, handle: str) -> AppStatus | PollError | None:
         """Pushes the handle and UI link to XCom (before any waiting) and returns the first
-        observation of the app: its status, or the error of a failed status call (the wait
-        retries it, as the lifecycle policy says)."""
-        from anylaunch.runner.outcome import failure_summary
+        observation of the app: its status (None: unknown to its scheduler), or the error of
+        a failed status call (the wait hands it to the lifecycle policy)."""
         from anylaunch.runner.watch import PollError
         from anylaunch.specs.api import AppStatus
 
@@ -480,62 +517,43 @@ class AnylaunchOperator(ResumableJobMixin, BaseOperator):
         self._handle = handle
         ti = context["ti"]
         ti.xcom_push(key=XCOM_APP_HANDLE, value=handle)
+        self._redactor()  # a reattached task: the app's env comes from its scheduler
         observation: AppStatus | PollError | None
         try:
-            if self._redact is None:  # reattached: the app's env comes from its scheduler
-                self._use_redactor(self._runner.describe(handle))
             observation = self._runner.status(handle)
         except Exception as e:
             self.log.warning(
-                "status of %s failed (the wait retries): %s", handle, self._mask(str(e))
+                "status of anylaunch app %s failed: %s",
+                handle,
+                self._mask(f"{type(e).__name__}: {e}"),
             )
             observation = PollError(e)
-        if observation is None:
-            raise AnylaunchAppLost(failure_summary(handle, None), handle)
         ui_url = observation.ui_url if isinstance(observation, AppStatus) else None
         ti.xcom_push(key=XCOM_UI_URL, value=ui_url)
         if ui_url:
             self.log.info("anylaunch app %s UI: %s", handle, ui_url)
         return observation
 
+    def _known(self, handle: str, observation: AppStatus | PollError | None) -> dict[str, Any]:
+        """The result of a task that does not wait: the app's status (failing if it is gone)."""
+        from anylaunch.runner.outcome import failure_summary
+        from anylaunch.specs.api import AppStatus
+
+        if observation is None:
+            raise AnylaunchAppLost(failure_summary(handle, None), handle)
+        known = observation if isinstance(observation, AppStatus) else None
+        return status_dict(handle, known, self._mask)
+
     def poll_until_complete(self, external_id: Any, context: Context) -> None:
         """Waits for the app here, or defers to the trigger; raises if it did not succeed."""
-        from anylaunch.specs.api import AppStatus
+        from airflow_anylaunch._watch import SyncWatch
+        from anylaunch.runner.watch import WatchPolicy
 
         handle = str(external_id)
-        status = self._publish(context, handle)
+        observation = self._publish(context, handle)
         if not self.wait_for_completion:
-            self._result = status_dict(handle, status if isinstance(status, AppStatus) else None)
+            self._result = self._known(handle, observation)
             return
-        if self.deferrable:
-            self._defer(context, handle, status)
-        follower = LogFollower(None, self.log_roles, self.log_replicas)
-        final = self._wait(handle, status, follower)
-        self._result = self._finish(handle, final, list(follower.tail))
-
-    def get_job_result(self, external_id: Any, context: Context) -> Any:
-        from anylaunch.specs.api import AppStatus
-
-        if self._result is None:  # the app succeeded in an earlier try
-            status = self._publish(context, str(external_id))
-            known = status if isinstance(status, AppStatus) else None
-            self._result = status_dict(str(external_id), known)
-        return self._result
-
-    def _wait(self, handle: str, status: AppStatus | PollError, follower: LogFollower) -> AppStatus:
-        """Drives the core lifecycle policy here (sync mode) until the app ended."""
-        from airflow.sdk.exceptions import AirflowTaskTimeout
-
-        from anylaunch.runner.outcome import failure_summary
-        from anylaunch.runner.watch import (
-            Done,
-            Poll,
-            PollError,
-            RunTimedOut,
-            StartupTimedOut,
-            WatchPolicy,
-        )
-
         assert self._runner is not None
         policy = WatchPolicy(
             self.poll_interval,
@@ -544,92 +562,106 @@ class AnylaunchOperator(ResumableJobMixin, BaseOperator):
             handle=handle,
             option_names=("startup_timeout", "run_timeout"),
         )
-        observation: AppStatus | PollError | None = status
+        watch = SyncWatch(
+            self._runner,
+            handle,
+            policy,
+            self.log,
+            self._redactor,
+            stream_logs=self.stream_logs,
+            log_roles=self.log_roles,
+            log_replicas=self.log_replicas,
+        )
         try:
-            while True:
-                decision = policy.observe(observation, time.time())
-                last = policy.last_status
-                if self.stream_logs and last is not None:
-                    for line in follower.poll(self._runner, handle, last, self.log.warning):
-                        self.log.info("%s", self._mask(line))
-                if isinstance(decision, Done):
-                    return decision.status
-                if not isinstance(decision, Poll):
-                    if decision.cancel:
-                        self._timed_out = True  # on_kill need not cancel it again
-                        cancel_app(handle)
-                    text = failure_summary(
-                        handle, last, follower.tail, self._mask, headline=decision.message
-                    )
-                    result = status_dict(handle, last) if last is not None else None
-                    if isinstance(decision, (StartupTimedOut, RunTimedOut)):
-                        raise AnylaunchAppTimeout(text, handle, result)
-                    raise AnylaunchAppLost(text, handle, result)
-                time.sleep(decision.after)
-                try:
-                    observation = self._runner.status(handle)
-                except Exception as e:  # the policy decides whether retrying can help
-                    observation = PollError(e)
-                    self.log.warning(
-                        "status of %s failed (%d/%d): %s",
-                        handle,
-                        policy.poll_errors + 1,
-                        policy.max_poll_errors,
-                        self._mask(str(e)),
-                    )
+            decision = watch.observe(observation)
+            if self.deferrable:  # even if already over: the trigger then says so at once
+                self._defer(context, handle, policy)
+            self._result = self._wait(watch, decision)
+        finally:
+            watch.close()
+
+    def get_job_result(self, external_id: Any, context: Context) -> Any:
+        if self._result is None:  # the app succeeded in an earlier try
+            handle = str(external_id)
+            self._result = self._known(handle, self._publish(context, handle))
+        return self._result
+
+    def _wait(self, watch: SyncWatch, decision: Decision) -> dict[str, Any]:
+        """Acts on the policy's decisions (sync mode) until a final one: returns the status
+        dict of an app that succeeded, raises for anything else."""
+        from airflow.sdk.exceptions import AirflowTaskTimeout
+
+        from anylaunch.runner.outcome import failure_summary
+        from anylaunch.runner.watch import Done, Poll, RunTimedOut, StartupTimedOut
+
+        handle = watch.app_handle
+        try:
+            while isinstance(decision, Poll):
+                watch.pause(decision.after)
+                decision = watch.observe(watch.poll())
+            if isinstance(decision, Done):
+                watch.drain()  # every line before the verdict, and in the failure's tail
         except AirflowTaskTimeout:
             # execution_timeout: a timed-out wait never leaves the app running
             self._timed_out = True
-            self.log.error("execution_timeout reached: cancelling anylaunch app %s", handle)
-            cancel_app(handle)
+            self._cancel(handle, "execution_timeout reached")
             raise
+        if isinstance(decision, Done):
+            result = status_dict(handle, decision.status, watch.redact)
+            if not decision.succeeded:
+                text = failure_summary(handle, decision.status, watch.tail, watch.redact)
+                raise AnylaunchAppError(text, handle, result)
+            return result
+        if decision.cancel:
+            self._timed_out = True  # on_kill need not cancel it again
+            why = {"startup_timeout": "startup timeout", "run_timeout": "run timeout"}
+            self._cancel(handle, why.get(decision.kind, "gave up watching the app"))
+        watch.emit()
+        last = watch.policy.last_status
+        text = failure_summary(handle, last, watch.tail, watch.redact, headline=decision.message)
+        last_dict = status_dict(handle, last, watch.redact) if last is not None else None
+        if isinstance(decision, (StartupTimedOut, RunTimedOut)):
+            raise AnylaunchAppTimeout(text, handle, last_dict)
+        raise AnylaunchAppLost(text, handle, last_dict)
 
-    def _finish(self, handle: str, status: AppStatus, tail: list[str]) -> dict[str, Any]:
-        from anylaunch.specs.api import AppState
-
-        result = status_dict(handle, status)
-        if status.state != AppState.SUCCEEDED:
-            from anylaunch.runner.outcome import failure_summary
-
-            text = failure_summary(handle, status, tail, self._mask)
-            raise AnylaunchAppError(text, handle, result)
-        self.log.info("anylaunch app %s SUCCEEDED", handle)
-        return result
+    def _cancel(self, handle: str, why: str) -> None:
+        """Cancels the app, best effort: a failing cancel is logged, never raised over the
+        reason the wait ended."""
+        self.log.error("%s: cancelling anylaunch app %s", why, handle)
+        try:
+            cancel_app(handle)
+        except Exception as e:
+            self.log.error(
+                "could not cancel anylaunch app %s: %s",
+                handle,
+                self._mask(f"{type(e).__name__}: {e}"),
+            )
 
     # --- deferred mode ---------------------------------------------------------------------
 
-    def _defer(self, context: Context, handle: str, status: AppStatus | PollError) -> NoReturn:
+    def _defer(self, context: Context, handle: str, policy: WatchPolicy) -> NoReturn:
+        """Hands the wait to the trigger, with the policy's deadlines made absolute (they
+        survive triggerer restarts)."""
         from airflow_anylaunch.triggers import AnylaunchAppTrigger
-        from anylaunch.runner.watch import has_started
-        from anylaunch.specs.api import AppStatus
 
-        now = time.time()
-        run_deadline = None
+        run_deadline = policy.run_deadline
         if self.execution_timeout is not None:
             # the same deadline Airflow gives the trigger; ours fires first and cancels the app
             start = getattr(context["ti"], "start_date", None)
-            begin = start.timestamp() if start is not None else now
-            run_deadline = begin + self.execution_timeout.total_seconds()
-        startup_deadline = None
-        started = isinstance(status, AppStatus) and has_started(status.state)
-        if self.startup_timeout is not None and not started:
-            startup_deadline = now + self.startup_timeout
-        run_timeout = self.run_timeout
-        if run_timeout is not None and started:
-            # already running: its run deadline is fixed now (and survives triggerer restarts)
-            ends = now + run_timeout
+            begin = start.timestamp() if start is not None else policy.began
+            ends = begin + self.execution_timeout.total_seconds()
             run_deadline = ends if run_deadline is None else min(run_deadline, ends)
-            run_timeout = None
         trigger = AnylaunchAppTrigger(
             app_handle=handle,
             poll_interval=self.poll_interval,
             stream_logs=self.stream_logs,
             log_roles=self.log_roles,
             log_replicas=self.log_replicas,
-            startup_deadline=startup_deadline,
+            # once started, the startup deadline is moot and the run deadline is fixed
+            startup_deadline=None if policy.started else policy.startup_deadline,
             run_deadline=run_deadline,
             cancel_on_kill=self.on_kill_action == "cancel",
-            run_timeout=run_timeout,
+            run_timeout=None if policy.started else self.run_timeout,
             secret_env_names=self.secret_env_names,
         )
         self.log.info("deferring: the triggerer waits for anylaunch app %s", handle)
@@ -643,7 +675,6 @@ class AnylaunchOperator(ResumableJobMixin, BaseOperator):
         outcome = event.get("status")
         app_status = event.get("app_status")
         if outcome == "success":
-            self.log.info("anylaunch app %s SUCCEEDED", handle)
             return app_status
         message = event.get("message") or f"anylaunch app {handle}: trigger ended with {event!r}"
         if outcome == "timeout":
@@ -663,8 +694,7 @@ class AnylaunchOperator(ResumableJobMixin, BaseOperator):
             # Airflow's own trigger timeout won the race: still never leave the app running
             handle = self._stored_handle(context)
             if handle:
-                self.log.error("trigger timed out: cancelling anylaunch app %s", handle)
-                cancel_app(handle)
+                self._cancel(handle, "the trigger timed out")
             raise
 
     def _stored_handle(self, context: Context) -> str | None:

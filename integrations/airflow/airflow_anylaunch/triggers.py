@@ -7,9 +7,15 @@ watching many apps makes one backend call where the backend supports it.
 
 The trigger yields exactly one event, a dict:
 
-- ``status``: ``success`` | ``failed`` (FAILED or CANCELLED) | ``timeout`` | ``error``
+- ``status``: ``success`` | ``failed`` (FAILED or CANCELLED) | ``timeout`` (a startup or run
+  deadline passed) | ``error`` (the watch was lost: the app vanished, or its scheduler kept
+  failing)
 - ``app_handle``, ``app_status`` (``AppStatus.to_dict()`` plus the handle, or None)
-- ``message`` (why, with the last log lines), ``log_tail`` and ``log_positions`` (the cursor)
+- ``message`` (the core failure summary), ``log_tail`` and ``log_positions`` (the cursor)
+
+The lifecycle decisions are the core policy's (:class:`anylaunch.runner.watch.WatchPolicy`);
+the trigger only acts on them. Every text in the event and the log is masked by the app's
+:class:`~anylaunch.specs.secrets.Redactor` (events are stored in the metadata DB).
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ from airflow_anylaunch._common import (
     seconds,
     status_dict,
 )
+from airflow_anylaunch._compat import amask_secret
 
 # imported with the module (the triggerer imports it once), never on the event loop later
 from anylaunch.runner import get_runner
@@ -38,17 +45,17 @@ from anylaunch.runner.outcome import failure_summary
 from anylaunch.runner.watch import (
     DEFAULT_MAX_POLL_ERRORS,
     Done,
+    Lost,
     Poll,
     PollError,
     WatchPolicy,
 )
-from anylaunch.specs.api import parse_app_handle
+from anylaunch.specs.api import AppStatus, parse_app_handle
 from anylaunch.specs.errors import InvalidSpecError, UnknownSchedulerException
-from anylaunch.specs.secrets import Redactor, app_redactor
+from anylaunch.specs.secrets import Redactor, secret_values
 
 if TYPE_CHECKING:
     from anylaunch.runner import Runner
-    from anylaunch.specs.api import AppStatus
 
 __all__ = ["AnylaunchAppTrigger"]
 
@@ -60,6 +67,19 @@ def _flag(field: str, value: object) -> bool:
     if not isinstance(value, bool):
         raise InvalidSpecError(field, value, "must be True or False", "pass a bool")
     return value
+
+
+def _names(field: str, value: object, example: str) -> list[str] | None:
+    """A list of non-empty names (or None), never a bare string split into characters."""
+    if value is None:
+        return None
+    if (
+        isinstance(value, (str, bytes))
+        or not isinstance(value, Sequence)
+        or not all(isinstance(n, str) and n for n in value)
+    ):
+        raise InvalidSpecError(field, value, "must be a list of names", example)
+    return list(value)
 
 
 #: Consecutive failed status polls after which the trigger gives up (with an error event).
@@ -233,7 +253,7 @@ class AnylaunchAppTrigger(BaseTrigger):
         super().__init__()  # type: ignore[no-untyped-call]
         self.app_handle = check_handle("app_handle", app_handle)
         self.poll_interval = interval("poll_interval", poll_interval)
-        self.log_roles = None if log_roles is None else [str(r) for r in log_roles]
+        self.log_roles = _names("log_roles", log_roles, "e.g. ['trainer']")
         if log_replicas is not None and (
             isinstance(log_replicas, (str, bytes))
             or not all(
@@ -260,9 +280,8 @@ class AnylaunchAppTrigger(BaseTrigger):
                 "max_poll_errors", max_poll_errors, "must be a whole number 1-10000", "e.g. 10"
             )
         self.max_poll_errors = max_poll_errors
-        self.secret_env_names = (
-            None if secret_env_names is None else [str(n) for n in secret_env_names]
-        )
+        self.secret_env_names = _names("secret_env_names", secret_env_names, "e.g. ['DB_URL']")
+        self._told_no_env = False
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
         """The classpath and JSON-friendly kwargs that rebuild this trigger."""
@@ -286,42 +305,71 @@ class AnylaunchAppTrigger(BaseTrigger):
         )
 
     def _event(
-        self, status: str, app_status: Any, message: str, follower: LogFollower
+        self,
+        kind: str,
+        status: AppStatus | None,
+        message: str,
+        follower: LogFollower | None,
+        redact: Redactor,
     ) -> TriggerEvent:
+        """The one event; every text in it is masked (events are stored in the metadata DB)."""
         return TriggerEvent(  # type: ignore[no-untyped-call]
             {
-                "status": status,
+                "status": kind,
                 "app_handle": self.app_handle,
-                "app_status": status_dict(self.app_handle, app_status)
-                if app_status is not None
-                else None,
+                "app_status": None
+                if status is None
+                else status_dict(self.app_handle, status, redact),
                 "message": message,
-                "log_tail": list(follower.tail),
-                "log_positions": dict(follower.positions),
+                "log_tail": follower.tail if follower is not None else [],
+                "log_positions": dict(
+                    follower.positions if follower is not None else self.log_positions
+                ),
             }
         )
 
     async def _cancel(self, why: str) -> None:
-        self.log.warning("cancelling anylaunch app %s: %s", self.app_handle, why)
-        await asyncio.to_thread(cancel_app, self.app_handle)
+        """Cancels the app, best effort: a failing cancel is logged, never raised over the
+        reason the watch ended."""
+        self.log.warning("%s: cancelling anylaunch app %s", why, self.app_handle)
+        try:
+            await asyncio.to_thread(cancel_app, self.app_handle)
+        except Exception as e:
+            self.log.error(
+                "could not cancel anylaunch app %s: %s", self.app_handle, type(e).__name__
+            )
 
-    def _redactor(self, runner: Runner) -> Redactor:
-        """Masks the app's secret env values (read from its description, in the worker)."""
+    def _app_secrets(self, runner: Runner) -> list[str] | None:
+        """The app's secret env values, read from its description (in the poller's thread);
+        None while that fails."""
         try:
             app = runner.describe(self.app_handle)
-        except Exception:  # a scheduler that cannot describe: the names still mask nothing
-            return Redactor()
-        return app_redactor(app, self.secret_env_names or ())
+        except Exception:
+            return None
+        names = self.secret_env_names or ()
+        return [v for role in (app.roles if app else []) for v in secret_values(role.env, names)]
+
+    async def _redactor(self, poller: _StatusPoller) -> Redactor | None:
+        """The app's redactor (None while its env cannot be read); its values are told to
+        Airflow's own masker too. Trigger kwargs hold only the secret names: they are stored in
+        the metadata DB."""
+        values = await poller.call(functools.partial(self._app_secrets, poller.runner))
+        if values is None:
+            if not self._told_no_env:
+                self._told_no_env = True
+                self.log.warning(
+                    "cannot read the env of anylaunch app %s yet (to mask its secrets); its "
+                    "lines are streamed once it can be read",
+                    self.app_handle,
+                )
+            return None
+        for value in values:
+            await amask_secret(value)
+        return Redactor(values)
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
+        """Drives the core lifecycle policy until it decides, then yields the one event."""
         backend, session, _ = parse_app_handle(self.app_handle)
-        follower = LogFollower(self.log_positions, self.log_roles, self.log_replicas)
-        try:
-            poller = await _poller(backend, session)
-        except Exception as e:
-            yield self._event("error", None, f"cannot watch {self.app_handle}: {e}", follower)
-            return
-        redact = await poller.call(functools.partial(self._redactor, poller.runner))
         policy = WatchPolicy(
             self.poll_interval,
             run_timeout=self.run_timeout,
@@ -333,45 +381,69 @@ class AnylaunchAppTrigger(BaseTrigger):
             handle=self.app_handle,
             option_names=("startup_timeout", "execution_timeout (or run_timeout)"),
         )
+        poller: _StatusPoller | None = None
+        # the app's lines are read only once its secrets are known, so none leaks unmasked
+        redact: Redactor | None = None
+        follower: LogFollower | None = None
+        seen: str | None = None
         self.log.info("waiting for anylaunch app %s", self.app_handle)
         while True:
+            observation: AppStatus | PollError | None
             try:
-                observation: Any = await poller.status(self.app_handle)
+                if poller is None:
+                    poller = await _poller(backend, session)
+                observation = await poller.status(self.app_handle)
             except Exception as e:  # a flaky backend: the policy decides how long to retry
                 observation = PollError(e)
                 self.log.warning(
-                    "status of %s failed (%d/%d): %s",
+                    "status of anylaunch app %s failed (%d/%d in a row): %s",
                     self.app_handle,
                     policy.poll_errors + 1,
                     policy.max_poll_errors,
-                    redact(str(e)),
+                    (redact or Redactor())(f"{type(e).__name__}: {e}"),
                 )
+            if redact is None and poller is not None and not isinstance(observation, PollError):
+                redact = await self._redactor(poller)
+                if redact is not None:
+                    follower = LogFollower(
+                        self.log_positions, self.log_roles, self.log_replicas, redact=redact
+                    )
+            if isinstance(observation, AppStatus) and observation.state.name != seen:
+                seen = observation.state.name
+                self.log.info("anylaunch app %s is %s", self.app_handle, seen)
             decision = policy.observe(observation, time.time())
             status = policy.last_status
-            if self.stream_logs and status is not None and not isinstance(observation, PollError):
+            if (
+                self.stream_logs
+                and follower is not None
+                and poller is not None
+                and isinstance(observation, AppStatus)
+            ):
                 lines = await poller.call(
                     functools.partial(
-                        follower.poll, poller.runner, self.app_handle, status, self.log.warning
+                        follower.poll, poller.runner, self.app_handle, observation, self.log.warning
                     )
                 )
                 for line in lines:
-                    self.log.info("%s", redact(line))
+                    self.log.info("%s", line)
             if isinstance(decision, Poll):
                 await asyncio.sleep(decision.after)
                 continue
-            tail = [redact(line) for line in follower.tail]
+            mask = redact or Redactor()
+            tail = follower.tail if follower is not None else []
             if isinstance(decision, Done):
                 ok = decision.succeeded
-                message = "" if ok else failure_summary(self.app_handle, status, tail, redact)
-                yield self._event("success" if ok else "failed", status, message, follower)
+                message = "" if ok else failure_summary(self.app_handle, status, tail, mask)
+                yield self._event("success" if ok else "failed", status, message, follower, mask)
                 return
             if decision.cancel:
-                await self._cancel(redact(decision.message))
+                why = {"startup_timeout": "startup timeout", "run_timeout": "run timeout"}
+                await self._cancel(why.get(decision.kind, "gave up watching the app"))
             message = failure_summary(
-                self.app_handle, status, tail, redact, headline=decision.message
+                self.app_handle, status, tail, mask, headline=decision.message
             )
-            kind = "error" if decision.kind == "lost" else "timeout"
-            yield self._event(kind, status, message, follower)
+            kind = "error" if isinstance(decision, Lost) else "timeout"
+            yield self._event(kind, status, message, follower, mask)
             return
 
     async def on_kill(self) -> None:

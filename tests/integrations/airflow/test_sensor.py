@@ -52,7 +52,11 @@ def test_sensor_on_an_unknown_or_malformed_handle_fails_clearly(
     dagrun = airflow.run(airflow.test_dag("sensor_dags.py", "al_sensor_unknown"))
     out = capfd.readouterr().out
     assert airflow.states(dagrun) == {"unknown": "failed", "malformed": "failed"}
-    assert "anylaunch app local_cwd://anylaunch/nosuchapp-1234 does not exist" in out
+    # the core policy's verdict on an app its scheduler does not know: lost (vanished)
+    assert (
+        "AnylaunchSensorError: anylaunch app local_cwd://anylaunch/nosuchapp-1234 no longer "
+        "exists: the scheduler has no record of it" in out
+    )
     assert (
         "app_handle='not-a-handle' is invalid: not of the form {scheduler}://{session_name}/{app_id}"
         in out
