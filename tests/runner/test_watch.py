@@ -328,7 +328,8 @@ def test_a_resumed_watch_of_a_started_app_counts_its_run_from_now() -> None:
 def test_the_error_counter_resets_on_success() -> None:
     p = policy(max_poll_errors=3)
     counts = []
-    for now, observation in [(1, FLAKY), (2, FLAKY), (3, RUNNING), (4, FLAKY)]:
+    script: list[tuple[float, Any]] = [(1, FLAKY), (2, FLAKY), (3, RUNNING), (4, FLAKY)]
+    for now, observation in script:
         p.observe(observation, now)
         counts.append(p.poll_errors)
     assert counts == [1, 2, 0, 1]
@@ -444,7 +445,7 @@ def test_a_bad_error_budget_names_its_field(value: object) -> None:
 def test_poll_intervals_rejects_what_cannot_work() -> None:
     for cap in (0, -1, math.inf, math.nan, True):
         with pytest.raises(InvalidSpecError) as err:
-            poll_intervals(cap)  # type: ignore[arg-type]
+            poll_intervals(cap)
         assert err.value.field == "cap"
     for factor in (0.5, math.nan, math.inf, True):
         with pytest.raises(InvalidSpecError) as err:

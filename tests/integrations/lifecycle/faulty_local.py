@@ -110,7 +110,8 @@ def rule_for(rules: Sequence[Rule], app_name: str) -> Rule | None:
     """The rule that applies to ``app_name``: its own, else the ``*`` one, else None."""
     own = [r for r in rules if r.target == app_name]
     every = [r for r in rules if r.target == EVERY_APP]
-    return (own or every or [None])[0]
+    found = own or every
+    return found[0] if found else None
 
 
 def app_name_of(app_id: str) -> str:
