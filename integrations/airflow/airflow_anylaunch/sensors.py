@@ -38,9 +38,9 @@ class AnylaunchAppSensor(BaseSensorOperator):
     What a poke concludes is the core lifecycle policy's
     (:class:`anylaunch.runner.watch.WatchPolicy`): a terminal app is done; an app its scheduler
     no longer knows is lost (the sensor fails); a failed status call is logged and poked again,
-    until ``max_poll_errors`` pokes in a row failed (counted within one worker slot: in
+    until the policy's limit of failed calls in a row (10; counted within one worker slot: in
     ``reschedule`` mode each poke starts afresh, and the sensor's ``timeout`` bounds the wait)
-    or the error is one retrying cannot fix. The sensor never cancels the app.
+    or at once for an error that retrying cannot fix. The sensor never cancels the app.
 
     Args:
         app_handle: ``{scheduler}://{session}/{app_id}``, e.g.

@@ -20,8 +20,13 @@ def test_a_failing_app_fails_the_task_with_its_message_and_last_lines(
     (app,) = apps()
     assert app.state.name == "FAILED"
     assert f"AnylaunchAppError: anylaunch app {app.app_handle} ended FAILED" in out
-    # the error quotes the last lines the app wrote (stderr included)
-    assert "  worker/0 about to fail: the input is missing" in out
+    # the core failure summary: the exit code and stderr tail the scheduler reported...
+    summary = out[out.index("AnylaunchAppError: ") :]
+    assert "\nexit code: 3\n" in summary
+    assert "last stderr:\n  about to fail: the input is missing" in summary
+    # ...and the last lines the app wrote (stderr included), each ``role/replica text``
+    assert "last log lines:\n  worker/0 preparing the data" in summary
+    assert "  worker/0 about to fail: the input is missing" in summary
     # the handle was on XCom before the wait, so it is there although the task failed
     assert airflow.xcoms(dagrun, "fail")["app_handle"] == app.app_handle
 
@@ -47,8 +52,10 @@ def test_deferred_failure_fails_the_task_with_the_message(
     out = capfd.readouterr().out
     assert airflow.states(dagrun) == {"fail": "failed"}
     (app,) = apps()
-    assert f"anylaunch app {app.app_handle} ended FAILED" in out
-    assert "worker/0 about to fail: the input is missing" in out
+    summary = out[out.index(f"AnylaunchAppError: anylaunch app {app.app_handle} ended FAILED") :]
+    assert "\nexit code: 3\n" in summary
+    assert "last stderr:\n  about to fail: the input is missing" in summary
+    assert "  worker/0 about to fail: the input is missing" in summary
 
 
 def test_scheduler_and_cfg_come_from_the_anylaunch_connection(
@@ -220,8 +227,14 @@ def test_one_record_per_line_and_no_secret_in_log_or_xcom(
     ], records[:3]
     assert "worker/0 conn=*** token=***" in out
     assert "exit code: 4" in out
+    assert "last stderr:\n  failing with token ***" in out
     assert conn not in out and token not in out
-    assert conn not in json.dumps(airflow.xcoms(dagrun, "chatty"), default=str)
+    xcoms = json.dumps(airflow.xcoms(dagrun, "chatty"), default=str)
+    assert app.app_handle in xcoms and conn not in xcoms and token not in xcoms
+    # Airflow's own masker was told the values too: its logs of anything else mask them
+    from airflow.sdk.log import redact
+
+    assert redact(f"x {conn} {token} y") == "x *** *** y"
 
 
 @pytest.mark.parametrize("mode", ["sync", "deferred"])

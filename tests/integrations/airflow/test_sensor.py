@@ -61,3 +61,61 @@ def test_sensor_on_an_unknown_or_malformed_handle_fails_clearly(
         "app_handle='not-a-handle' is invalid: not of the form {scheduler}://{session_name}/{app_id}"
         in out
     )
+
+
+def test_sensor_failures_and_streamed_lines_never_show_a_secret(
+    airflow: Any,
+    apps: Callable[[], List[Any]],
+    capfd: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    token, dsn = "tok-sensor-41d9e2", "dsn-sensor-8a7c13"
+    monkeypatch.setenv("AL_TEST_TOKEN", token)  # secret by its name (API_TOKEN)
+    monkeypatch.setenv("AL_TEST_DSN", dsn)  # secret because the sensors declare DSN
+    dagrun = airflow.run(airflow.test_dag("sensor_dags.py", "al_sensor_secret"))
+    out = capfd.readouterr().out
+    assert airflow.states(dagrun) == {"launch": "success", "poke": "failed", "deferred": "failed"}
+    (app,) = apps()
+    assert app.state.name == "FAILED"
+    # both sensors fail with the core failure summary, the stderr tail masked
+    failures = [line for line in out.splitlines() if "AnylaunchSensorError: " in line]
+    assert len(failures) >= 2, failures
+    assert "last stderr:\n  failing with *** ***" in out
+    assert token not in out and dsn not in out
+
+
+def test_a_poke_masks_the_secrets_of_the_app_it_watches(state_dir: Any) -> None:
+    """Straight from poke (no Airflow log masking in between): the exception's text and status
+    hold the app's secret values masked, read from the app's own description."""
+    import json
+    import sys
+
+    from airflow_anylaunch.exceptions import AnylaunchSensorError
+    from airflow_anylaunch.sensors import AnylaunchAppSensor
+    from anylaunch.runner import get_runner
+    from anylaunch.specs import AppDef, Role
+
+    token, dsn = "tok-poke-5c0b7d", "dsn-poke-e93a61"
+    script = "import os, sys; sys.exit('failing with ' + os.environ['API_TOKEN'] + ' ' + os.environ['DSN'])"
+    app = AppDef(
+        "leaky",
+        [
+            Role(
+                "job",
+                image=".",
+                entrypoint=sys.executable,
+                args=["-c", script],
+                env={"API_TOKEN": token, "DSN": dsn},
+            )
+        ],
+    )
+    with get_runner() as runner:
+        handle = runner.run(app, "local_cwd")
+        runner.wait(handle, wait_interval=0.2)
+    sensor = AnylaunchAppSensor(task_id="s", app_handle=handle, secret_env_names=["DSN"])
+    with pytest.raises(AnylaunchSensorError) as raised:
+        sensor.poke({})  # type: ignore[arg-type]
+    text = str(raised.value) + json.dumps(raised.value.status)
+    assert "last stderr:\n  failing with *** ***" in str(raised.value)
+    assert token not in text and dsn not in text
+    assert raised.value.status is not None and raised.value.status["state"] == "FAILED"

@@ -4,7 +4,7 @@ import asyncio
 import contextlib
 import sys
 import time
-from typing import Any, Callable, Dict, List, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import pytest
 
@@ -13,7 +13,7 @@ from anylaunch.specs import AppDef, Role
 from anylaunch.specs.errors import InvalidSpecError
 
 
-def launch(script: str, replicas: int = 1) -> str:
+def launch(script: str, replicas: int = 1, env: Optional[Dict[str, str]] = None) -> str:
     app = AppDef(
         name="trig",
         roles=[
@@ -23,6 +23,7 @@ def launch(script: str, replicas: int = 1) -> str:
                 entrypoint=sys.executable,
                 args=["-c", script],
                 num_replicas=replicas,
+                env=dict(env or {}),
             )
         ],
     )
@@ -96,6 +97,9 @@ def test_trigger_fires_once_with_the_final_status_and_log_cursor(
     assert event["log_tail"] == ["job/0 line 1", "job/0 line 2"]
     logged = caplog.text + capfd.readouterr().out
     assert "job/0 line 1" in logged and "job/0 line 0" not in logged
+    # one record per state change, however many polls saw it
+    assert logged.count(f"anylaunch app {handle} is RUNNING") <= 1
+    assert logged.count(f"anylaunch app {handle} is SUCCEEDED") == 1
 
 
 def test_trigger_reports_a_failed_and_an_unknown_app(state_dir: Any) -> None:
@@ -109,6 +113,45 @@ def test_trigger_reports_a_failed_and_an_unknown_app(state_dir: Any) -> None:
 
     gone = first_event(AnylaunchAppTrigger("local_cwd://anylaunch/never-1234", poll_interval=0.2))
     assert gone["status"] == "error" and "no longer exists" in gone["message"]
+
+
+SECRET_SCRIPT = """
+import os, sys
+print("token=" + os.environ["API_TOKEN"], "dsn=" + os.environ["DSN"], flush=True)
+print("failing with", os.environ["API_TOKEN"], os.environ["DSN"], file=sys.stderr, flush=True)
+sys.exit(5)
+"""
+
+
+def test_the_event_and_the_log_never_hold_a_secret(
+    state_dir: Any, caplog: pytest.LogCaptureFixture, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """The trigger reads the values from the app's own description (its kwargs, stored in the
+    metadata DB, hold only the declared names); the event is stored in the DB too."""
+    import json
+
+    from airflow.sdk.log import redact
+
+    from airflow_anylaunch.triggers import AnylaunchAppTrigger
+
+    token, dsn = "tok-trig-6b1f0e", "dsn-trig-0c4d2a"  # secret by name / declared secret
+    handle = launch(SECRET_SCRIPT, env={"API_TOKEN": token, "DSN": dsn})
+    trigger = AnylaunchAppTrigger(handle, poll_interval=0.2, secret_env_names=["DSN"])
+    assert token not in json.dumps(trigger.serialize()) and dsn not in json.dumps(
+        trigger.serialize()
+    )
+    event = first_event(trigger)
+    assert event["status"] == "failed"
+    assert token not in json.dumps(event) and dsn not in json.dumps(event)
+    assert "job/0 token=*** dsn=***" in event["log_tail"]
+    assert "\nexit code: 5\nlast stderr:\n  failing with *** ***" in event["message"]
+    stderr_tail = json.loads(event["app_status"]["structured_error_msg"])["stderr_tail"]
+    assert stderr_tail == ["failing with *** ***"]
+    logged = caplog.text + capfd.readouterr().out
+    assert "job/0 token=*** dsn=***" in logged
+    assert token not in logged and dsn not in logged
+    # Airflow's own masker was told the values too
+    assert redact(f"{token} {dsn}") == "*** ***"
 
 
 def test_run_deadline_cancels_the_app(state_dir: Any, waiter: Callable[..., Any]) -> None:
@@ -243,6 +286,9 @@ def test_a_trigger_serialized_by_the_previous_version_resumes(state_dir: Any) ->
         ({"log_replicas": [-3]}, "log_replicas"),
         ({"max_poll_errors": 0}, "max_poll_errors"),
         ({"run_timeout": float("inf")}, "run_timeout"),
+        ({"secret_env_names": "DB_URL"}, "secret_env_names"),  # a str is not a list of names
+        ({"secret_env_names": [""]}, "secret_env_names"),
+        ({"log_roles": "trainer"}, "log_roles"),
     ],
 )
 def test_trigger_kwargs_are_checked(kwargs: Dict[str, Any], field: str) -> None:

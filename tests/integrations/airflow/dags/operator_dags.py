@@ -166,6 +166,8 @@ import os, sys
 for i in range(50):
     print(f"line {i}", flush=True)
 print("conn=" + os.environ["CONN_STRING"], "token=" + os.environ["API_TOKEN"], flush=True)
+# into the stderr tail the scheduler reports too (the failure text, the trigger event)
+print("failing with token " + os.environ["API_TOKEN"], file=sys.stderr, flush=True)
 sys.exit(4)
 """
 

@@ -1,7 +1,9 @@
 """DAGs for the sensor tests: an upstream task launches, sensors wait in every mode."""
 
+import os
 import sys
 from datetime import datetime
+from typing import Dict, List, Optional
 
 from airflow.sdk import DAG
 
@@ -13,7 +15,9 @@ START = datetime(2024, 1, 1)
 HANDLE = "{{ ti.xcom_pull(task_ids='launch', key='app_handle') }}"
 
 
-def launcher(script: str) -> AnylaunchOperator:
+def launcher(
+    script: str, env: Optional[Dict[str, str]] = None, secret_env_names: Optional[List[str]] = None
+) -> AnylaunchOperator:
     return AnylaunchOperator(
         task_id="launch",
         app=specs.AppDef(
@@ -23,6 +27,8 @@ def launcher(script: str) -> AnylaunchOperator:
             ],
         ),
         scheduler="local_cwd",
+        env=env,
+        secret_env_names=secret_env_names,
         wait_for_completion=False,
     )
 
@@ -55,3 +61,34 @@ with DAG("al_sensor_unknown", schedule=None, start_date=START, catchup=False):
         task_id="unknown", app_handle="local_cwd://anylaunch/nosuchapp-1234", poke_interval=0.5
     )
     AnylaunchAppSensor(task_id="malformed", app_handle="{{ 'not-a-handle' }}", poke_interval=0.5)
+
+# an app that fails with its secrets in its output and its stderr tail; the sensors learn the
+# values from the app's description (DSN is secret only because it is declared)
+LEAKY = """
+import os, sys, time
+time.sleep(1)
+print("token=" + os.environ["API_TOKEN"], "dsn=" + os.environ["DSN"], flush=True)
+sys.exit("failing with " + os.environ["API_TOKEN"] + " " + os.environ["DSN"])
+"""
+with DAG("al_sensor_secret", schedule=None, start_date=START, catchup=False):
+    launch = launcher(
+        LEAKY,
+        env={
+            "API_TOKEN": os.environ.get("AL_TEST_TOKEN", "unset"),
+            "DSN": os.environ.get("AL_TEST_DSN", "unset"),
+        },
+        secret_env_names=["DSN"],
+    )
+    launch >> [
+        AnylaunchAppSensor(
+            task_id="poke", app_handle=HANDLE, poke_interval=0.5, secret_env_names=["DSN"]
+        ),
+        AnylaunchAppSensor(
+            task_id="deferred",
+            app_handle=HANDLE,
+            poke_interval=0.5,
+            deferrable=True,
+            stream_logs=True,
+            secret_env_names=["DSN"],
+        ),
+    ]
