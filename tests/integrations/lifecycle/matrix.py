@@ -36,7 +36,13 @@ from tests.integrations.lifecycle.faulty_local import (
     status_api,
     write_rules,
 )
-from tests.integrations.lifecycle.scenarios import SCENARIOS, Kind, Scenario
+from tests.integrations.lifecycle.scenarios import (
+    SCENARIOS,
+    SESSION_TOKEN,
+    SESSION_TOKEN_ENV,
+    Kind,
+    Scenario,
+)
 
 REPO = Path(__file__).resolve().parents[3]
 #: A safety net for waits on a loaded machine, never a timing assertion.
@@ -89,6 +95,7 @@ def faulty_local_plugin() -> Iterator[None]:
     site = plugin_site()
     with pytest.MonkeyPatch.context() as mp:
         mp.syspath_prepend(str(site))
+        mp.setenv(SESSION_TOKEN_ENV, SESSION_TOKEN)
         inherited = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
         mp.setenv("PYTHONPATH", os.pathsep.join([str(site), str(REPO), *inherited]))
         importlib.invalidate_caches()  # importlib.metadata caches the paths it has searched
@@ -137,8 +144,13 @@ def _status(handle: str) -> AppStatus | None:
         return runner.status(real_handle(handle))
 
 
+#: The ids of the apps earlier runs launched: a backend's listing may lag (Slurm's does), so
+#: an app of an earlier run can first show up during a later run of the same scenario.
+_EARLIER_APPS: set[str] = set()
+
+
 def _launched(scenario: Scenario) -> set[str]:
-    """The ids of this scenario's apps the real backend knows."""
+    """The ids of this scenario's apps the real backend knows (but those of earlier runs)."""
     from anylaunch.runner import get_runner
 
     with get_runner() as runner:
@@ -147,7 +159,7 @@ def _launched(scenario: Scenario) -> set[str]:
         a.app_id
         for a in listed
         if a.name == scenario.app_name or a.app_id.startswith(f"{scenario.app_name}-")
-    }
+    } - _EARLIER_APPS
 
 
 @dataclass
@@ -252,7 +264,11 @@ def _cancel_leftovers(run: Run) -> None:
 
     backend = _real_backend(run.scenario)
     with contextlib.suppress(Exception), get_runner() as runner:
-        for app_id in _launched(run.scenario) - run.before_apps:
+        launched = _launched(run.scenario) - run.before_apps
+        with contextlib.suppress(Exception):
+            launched |= {parse_app_handle(h).app_id for h in run.new_handles()}
+        _EARLIER_APPS.update(launched)
+        for app_id in launched:
             handle = f"{backend}://anylaunch/{app_id}"
             status = runner.status(handle)
             if status is not None and not status.is_terminal():
@@ -281,13 +297,17 @@ def check(run: Run, outcome: Outcome) -> None:
 
     handle = run.handle()
     app_id = parse_app_handle(handle).app_id
+    expected = set() if scenario.expected_state is None else {app_id}
+    deadline = time.monotonic() + DEADLINE_S
     launched = _launched(scenario) - run.before_apps
+    while launched != expected and time.monotonic() < deadline:
+        time.sleep(0.5)  # a backend's listing may lag behind its status
+        launched = _launched(scenario) - run.before_apps
+    assert launched == expected, f"{scenario.name}: launched {sorted(launched)}, not {expected}"
     if scenario.expected_state is None:  # deleted underneath: the scheduler forgot it
         assert run.deleted == [handle], f"the test never deleted {handle}: {run.deleted}"
-        assert launched == set(), launched
         assert _status(handle) is None
         return
-    assert launched == {app_id}, f"{scenario.name}: launched {sorted(launched)}"
     status = _status(handle)
     deadline = time.monotonic() + DEADLINE_S
     while (status is None or not status.is_terminal()) and time.monotonic() < deadline:

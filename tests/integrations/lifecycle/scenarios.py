@@ -4,12 +4,13 @@ table (docs/lifecycle.md) prescribes for every engine.
 >>> [s.name for s in SCENARIOS.values()]  # doctest: +NORMALIZE_WHITESPACE
 ['success', 'nonzero_exit', 'startup_timeout', 'run_timeout', 'errors_then_recovery',
  'backend_gone', 'deleted_underneath']
->>> SCENARIOS["backend_gone"].fault_rules()
-['matrix-backend-gone down after 2']
+>>> SCENARIOS["backend_gone"].fault_rules() == [f"matrix-backend-gone-{SESSION_TOKEN} down after 2"]
+True
 """
 
 from __future__ import annotations
 
+import os
 import sys
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -18,6 +19,12 @@ from anylaunch.specs import AppState
 from tests.integrations.lifecycle.faulty_local import BACKEND
 
 Kind = Literal["success", "failed", "timeout", "lost"]
+
+#: The environment variable that hands :data:`SESSION_TOKEN` down to subprocesses.
+SESSION_TOKEN_ENV = "ANYLAUNCH_MATRIX_SESSION"
+#: In every app name: tells this test session's apps from those of other sessions running at
+#: the same time on a shared backend (the Slurm cluster lists every job of the user).
+SESSION_TOKEN = os.environ.get(SESSION_TOKEN_ENV) or f"p{os.getpid()}"
 
 #: The longest any poll sleeps (polls back off from 0.1 s up to it).
 POLL_INTERVAL_S = 0.5
@@ -63,7 +70,7 @@ class Scenario:
 
     @property
     def app_name(self) -> str:
-        return f"matrix-{self.name.replace('_', '-')}"
+        return f"matrix-{self.name.replace('_', '-')}-{SESSION_TOKEN}"
 
     def fault_rules(self) -> list[str]:
         """The fault file's lines for this scenario."""
