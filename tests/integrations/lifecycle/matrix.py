@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import functools
 import importlib
 import os
 import shutil
@@ -68,22 +69,17 @@ __all__ = [
 # --- the plugin ------------------------------------------------------------------------------
 
 
-_site: list[Path] = []
-
-
+@functools.cache
 def plugin_site() -> Path:
     """A directory holding the ``faulty_local`` plugin's dist-info (its entry point), as an
     installer lays it out; made once per test session."""
-    if not _site:
-        site = Path(tempfile.mkdtemp(prefix="faulty-local-site-"))
-        atexit.register(shutil.rmtree, site, True)
-        dist = site / DIST_INFO
-        dist.mkdir()
-        metadata = "Metadata-Version: 2.1\nName: faulty_local_plugin\nVersion: 0\n"
-        (dist / "METADATA").write_text(metadata)
-        (dist / "entry_points.txt").write_text(f"[anylaunch.schedulers]\n{ENTRY_POINT}\n")
-        _site.append(site)
-    return _site[0]
+    site = Path(tempfile.mkdtemp(prefix="faulty-local-site-"))
+    atexit.register(shutil.rmtree, site, True)
+    dist = site / DIST_INFO
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: faulty_local_plugin\nVersion: 0\n")
+    (dist / "entry_points.txt").write_text(f"[anylaunch.schedulers]\n{ENTRY_POINT}\n")
+    return site
 
 
 @pytest.fixture(scope="module")
