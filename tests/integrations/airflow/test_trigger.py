@@ -168,6 +168,19 @@ def test_run_deadline_cancels_the_app(state_dir: Any, waiter: Callable[..., Any]
     waiter("the app to be cancelled", lambda: state(handle) == "CANCELLED", timeout=30)
 
 
+def test_run_timeout_counts_from_the_start_the_trigger_sees(
+    state_dir: Any, waiter: Callable[..., Any]
+) -> None:
+    from airflow_anylaunch.triggers import AnylaunchAppTrigger
+
+    handle = launch("import time; time.sleep(120)")
+    event = first_event(AnylaunchAppTrigger(handle, poll_interval=0.2, run_timeout=1.0))
+    assert event["status"] == "timeout"
+    assert event["message"].startswith(f"anylaunch app {handle} did not finish within 1s")
+    assert event["app_status"]["state"] == "RUNNING"  # what it was when the deadline passed
+    waiter("the app to be cancelled", lambda: state(handle) == "CANCELLED", timeout=30)
+
+
 def run_in_triggerer(
     trigger: Any, stop: Callable[[Any, asyncio.Task], Any]
 ) -> Tuple[List[Any], BaseException]:
@@ -255,26 +268,41 @@ def test_cancel_on_kill_false_leaves_the_app_running(
 
 
 def test_a_trigger_serialized_by_the_previous_version_resumes(state_dir: Any) -> None:
-    """Kwargs as the previous version stored them (no run_timeout, max_poll_errors,
-    secret_env_names): an already-deferred task keeps resuming after the upgrade."""
-    from airflow_anylaunch.triggers import AnylaunchAppTrigger
+    """Kwargs exactly as the previous version stored them (before run_timeout,
+    max_poll_errors and secret_env_names), through Airflow's own serde and classpath import:
+    an already-deferred task keeps resuming after the upgrade, from its log cursor."""
+    from airflow.sdk._shared.module_loading import import_string
+    from airflow.sdk.serde import deserialize, serialize
 
-    handle = launch("print('still here', flush=True)")
+    handle = launch(
+        "print('shown before the upgrade', flush=True); print('still here', flush=True)"
+    )
     old_kwargs = {
         "app_handle": handle,
         "poll_interval": 0.2,
         "stream_logs": True,
         "log_roles": None,
         "log_replicas": None,
-        "log_positions": {},
+        "log_positions": {"job/0": 1},
         "startup_deadline": None,
         "run_deadline": time.time() + 120,
         "cancel_on_kill": True,
         "cancel_on_timeout": True,
     }
-    event = first_event(AnylaunchAppTrigger(**old_kwargs))
+    stored = serialize(old_kwargs)  # what the metadata DB holds
+    trigger = import_string("airflow_anylaunch.triggers.AnylaunchAppTrigger")(**deserialize(stored))
+    _, kwargs = trigger.serialize()
+    # every old kwarg keeps its value; the new ones take their defaults
+    assert {k: kwargs[k] for k in old_kwargs} == old_kwargs
+    assert (kwargs["run_timeout"], kwargs["max_poll_errors"], kwargs["secret_env_names"]) == (
+        None,
+        10,
+        None,
+    )
+    event = first_event(trigger)
     assert event["status"] == "success"
-    assert event["log_tail"] == ["job/0 still here"]
+    assert event["log_tail"] == ["job/0 still here"]  # line 0 was shown before
+    assert event["log_positions"] == {"job/0": 2}
 
 
 @pytest.mark.parametrize(
