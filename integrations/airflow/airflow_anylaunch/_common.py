@@ -249,7 +249,14 @@ class LogFollower:
         from anylaunch.runner.lines import format_line
 
         final = status.is_terminal()
-        for role, k in self._targets(runner, handle, status):
+        try:
+            targets = self._targets(runner, handle, status)
+        except Exception as e:  # logs are a convenience: never fail the wait for them
+            if warn is not None and "" not in self._warned:
+                self._warned.add("")
+                warn(self._mask(f"cannot tell the replicas of {handle} yet: {e}"))
+            return []
+        for role, k in targets:
             key = f"{role}/{k}"
             if key in self._broken:
                 continue

@@ -216,6 +216,7 @@ class AnylaunchOperator(ResumableJobMixin, BaseOperator):
         self._timed_out = False
         self._scheduler_cfg: tuple[str, dict[str, Any]] = ("", {})
         self._redact: Redactor | None = None
+        self._told_no_env = False
 
     # --- validation ------------------------------------------------------------------------
 
@@ -458,11 +459,14 @@ class AnylaunchOperator(ResumableJobMixin, BaseOperator):
             try:
                 self._redact = self._redactor_for(self._runner.describe(self._handle))
             except Exception as e:
-                self.log.warning(
-                    "cannot read the env of anylaunch app %s yet (to mask its secrets): %s",
-                    self._handle,
-                    type(e).__name__,
-                )
+                if not self._told_no_env:
+                    self._told_no_env = True
+                    self.log.warning(
+                        "cannot read the env of anylaunch app %s yet (to mask its secrets; "
+                        "its lines are streamed once it can be read): %s",
+                        self._handle,
+                        type(e).__name__,
+                    )
         return self._redact
 
     def _mask(self, text: str) -> str:
