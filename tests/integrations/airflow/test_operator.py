@@ -27,6 +27,8 @@ def test_a_failing_app_fails_the_task_with_its_message_and_last_lines(
     # ...and the last lines the app wrote (stderr included), each ``role/replica text``
     assert "last log lines:\n  worker/0 preparing the data" in summary
     assert "  worker/0 about to fail: the input is missing" in summary
+    # one INFO record per state change, however many polls saw it
+    assert out.count(f"anylaunch app {app.app_handle} is FAILED") == 1
     # the handle was on XCom before the wait, so it is there although the task failed
     assert airflow.xcoms(dagrun, "fail")["app_handle"] == app.app_handle
 
