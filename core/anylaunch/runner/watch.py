@@ -361,32 +361,38 @@ class WatchPolicy:
             self.started_at = now
         if status.is_terminal():
             return self._finish(Done(status))
+        timed_out = self._deadline_passed(status, now)
+        if timed_out is not None:
+            return self._finish(timed_out)
+        return Poll(self._next_delay(now))
+
+    def _deadline_passed(self, status: AppStatus, now: float) -> Decision | None:
         run_deadline = self.run_deadline
         if run_deadline is not None and now >= run_deadline:
-            return self._finish(
-                RunTimedOut(
-                    _short(status),
-                    self.cancel_on_timeout,
-                    self._timeout_text("run", status, self._option_names[1]),
-                )
+            return RunTimedOut(
+                _short(status),
+                self.cancel_on_timeout,
+                self._timeout_text("run", status, self._option_names[1]),
             )
         if (
             self.started_at is None
             and self.startup_deadline is not None
             and now >= self.startup_deadline
         ):
-            return self._finish(
-                StartupTimedOut(
-                    _short(status),
-                    self.cancel_on_timeout,
-                    self._timeout_text("startup", status, self._option_names[0]),
-                )
+            return StartupTimedOut(
+                _short(status),
+                self.cancel_on_timeout,
+                self._timeout_text("startup", status, self._option_names[0]),
             )
-        return Poll(self._next_delay(now))
+        return None
 
     def _poll_failed(self, error: BaseException, now: float) -> Decision:
         self.poll_errors += 1
         self.last_error = error
+        # a deadline is the user's hard limit: it passes whether or not the backend answers
+        timed_out = self._deadline_passed(self.last_status or AppStatus(AppState.UNKNOWN), now)
+        if timed_out is not None:
+            return self._finish(timed_out)
         if is_permanent_error(error):
             return self._finish(
                 Lost(
