@@ -168,6 +168,18 @@ CASES: list[tuple[str, dict[str, Any], list[tuple[float, Any]], list[str]]] = [
         [(5, FLAKY), (11, PENDING)],
         ["poll", "startup_timeout"],
     ),
+    (
+        "a run deadline passes while status calls fail: the run timeout decides",
+        {"run_timeout": 10},
+        [(0, RUNNING), (5, FLAKY), (10, FLAKY)],
+        ["poll", "poll", "run_timeout"],
+    ),
+    (
+        "a startup deadline passes while status calls fail: the startup timeout decides",
+        {"startup_timeout": 10},
+        [(1, FLAKY), (10, FLAKY)],
+        ["poll", "startup_timeout"],
+    ),
     # errors that retrying cannot fix: lost at once
     (
         "bad input is lost at once",
