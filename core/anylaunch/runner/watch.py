@@ -3,17 +3,17 @@
 A :class:`WatchPolicy` is fed observations of one app (a status, a failed status call, the app
 having vanished) with the time they were made, and answers what to do next:
 
-=====================  ==================================================================
-decision               the driver ...
-=====================  ==================================================================
-:class:`Poll`          sleeps ``after`` seconds (jittered backoff, capped), then polls again
-:class:`Done`          the app is terminal: drains its logs, then succeeds or fails
-:class:`StartupTimedOut` the app did not start by the startup deadline: cancels it if
-                       ``decision.cancel``, and fails with ``decision.message``
-:class:`RunTimedOut`   the app did not finish by the run deadline: likewise
-:class:`Lost`          the app vanished, or the backend failed too often or for good:
-                       cancels it if ``decision.cancel`` (best effort), and fails
-=====================  ==================================================================
+========================  ===============================================================
+decision                  the driver ...
+========================  ===============================================================
+:class:`Poll`             sleeps ``after`` seconds (jittered backoff, capped), then polls again
+:class:`Done`             the app is terminal: drains its logs, then succeeds or fails
+:class:`StartupTimedOut`  the app did not start by the startup deadline: cancels it if
+                          ``decision.cancel``, and fails with ``decision.message``
+:class:`RunTimedOut`      the app did not finish by the run deadline: likewise
+:class:`Lost`             the app vanished, or the backend failed too often or for good:
+                          cancels it if ``decision.cancel`` (best effort), and fails
+========================  ===============================================================
 
 The same rules hold in every engine (the behaviour table is in ``docs/lifecycle.md``):
 
