@@ -1,0 +1,44 @@
+"""Engines deployed the way operators run them, for fault-injection tests (issue 17).
+
+Each deployment is module-scoped: started once (its own PostgreSQL database, free ports,
+loopback only), shared by the module's scenarios, and torn down by PID at the end. Every
+scenario checks that no app process outlives it.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.backends import require_backend
+from tests.deployments import postgres as pg
+
+collect_ignore = ["dags"]
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[pg.Postgres]:
+    """One PostgreSQL cluster for every deployment of the session (a database each). It lives
+    in its own directory under /tmp: pytest's tmp dirs are private to root, and PostgreSQL
+    runs as ``postgres``."""
+    require_backend("postgresql", pg.available(), "apt-get install postgresql-15 (initdb on PATH)")
+    root = Path(tempfile.mkdtemp(prefix="anylaunch-postgres-"))
+    server = pg.Postgres(root)
+    try:
+        yield server.start()
+    finally:
+        server.stop()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def app_ids(state_dir: Path, name: str) -> list[str]:
+    """The ids of the local_cwd apps called ``name`` launched into ``state_dir``."""
+    if not state_dir.exists():
+        return []
+    return sorted(
+        p.name for p in state_dir.iterdir() if p.is_dir() and p.name.startswith(f"{name}-")
+    )

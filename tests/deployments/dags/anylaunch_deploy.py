@@ -1,0 +1,58 @@
+"""DAGs the deployment tests trigger: one task that runs a local_cwd app printing one line a
+second for ``params.duration`` seconds (and taking ``params.stop_delay`` seconds to stop on
+SIGTERM), waited for in the worker (``_sync``) or deferred to the
+triggerer (``_deferred``). ``retries=1``: a killed try is retried, and must reattach."""
+
+from datetime import datetime, timedelta
+
+from airflow.sdk import DAG, Param
+
+import anylaunch.specs as specs
+from airflow_anylaunch.operators import AnylaunchOperator
+
+TICKER = (
+    "import os, signal, sys, time\n"
+    "def stop(signum, frame):\n"
+    "    print('stopping', flush=True)\n"
+    "    time.sleep(float(os.environ.get('STOP_DELAY', '0')))\n"
+    "    sys.exit(143)\n"
+    "signal.signal(signal.SIGTERM, stop)\n"
+    "for i in range(int(os.environ['DURATION'])):\n"
+    "    print('tick', i, flush=True)\n"
+    "    time.sleep(1)\n"
+    "sys.exit(int(os.environ.get('EXIT_CODE', '0')))\n"
+)
+
+APP = specs.AppDef(
+    name="ticker",
+    roles=[specs.Role(name="ticker", image="/tmp", entrypoint="python3", args=["-c", TICKER])],
+)
+
+for mode in ("sync", "deferred"):
+    with DAG(
+        dag_id=f"anylaunch_deploy_{mode}",
+        schedule=None,
+        start_date=datetime(2026, 1, 1),
+        catchup=False,
+        params={
+            "duration": Param(60, type="integer"),
+            "exit_code": Param(0, type="integer"),
+            "stop_delay": Param(0, type="integer"),  # seconds the app takes to stop
+        },
+    ):
+        AnylaunchOperator(
+            task_id="app",
+            app=APP,
+            scheduler="local_cwd",
+            env={
+                "DURATION": "{{ params.duration }}",
+                "EXIT_CODE": "{{ params.exit_code }}",
+                "STOP_DELAY": "{{ params.stop_delay }}",
+            },
+            cfg={"cancel_grace_s": 30},  # an app may take up to 30 s to stop
+            deferrable=mode == "deferred",
+            poll_interval=1.0,
+            retries=1,
+            retry_delay=timedelta(seconds=1),
+            anylaunch_conn_id=None,
+        )
