@@ -7,10 +7,12 @@ Run: uv run python examples/prefect/run_app_flow.py
 
 from prefect import flow
 
-from prefect_anylaunch import AnylaunchJob, run_app
+from prefect_anylaunch import AnylaunchJob, cancel_launched_apps, run_app
 
 
-@flow(log_prints=True)
+# the hooks cancel the subflow's app if this flow run crashes or is cancelled, even when its
+# process is killed with the subflow in it (the worker runs them for this, the parent, run)
+@flow(log_prints=True, on_crashed=[cancel_launched_apps], on_cancellation=[cancel_launched_apps])
 def hello() -> str:
     job = AnylaunchJob(
         component="utils.echo",

@@ -71,8 +71,28 @@ def create_artifact(kind: str, **kwargs: Any) -> None:
         _log.warning("could not create the %s artifact: %s", kind, e)
 
 
+#: How many flow runs up the chain a launch is recorded on (a guard against a cycle).
+_MAX_ANCESTORS = 32
+
+
+def _flow_run_chain(client: Any, flow_run_id: UUID) -> list[UUID]:
+    """The flow run and its ancestors (the flow runs whose task or subflow call started it),
+    nearest first."""
+    chain = [flow_run_id]
+    flow_run = client.read_flow_run(flow_run_id)
+    while flow_run.parent_task_run_id is not None and len(chain) < _MAX_ANCESTORS:
+        parent_id = client.read_task_run(flow_run.parent_task_run_id).flow_run_id
+        if parent_id is None or parent_id in chain:
+            break
+        chain.append(parent_id)
+        flow_run = client.read_flow_run(parent_id)
+    return chain
+
+
 def remember_launch(app_handle: AppHandle) -> None:
-    """Labels the current flow run with the app's handle (best effort)."""
+    """Labels the current flow run and every ancestor flow run with the app's handle (best
+    effort): whichever flow in the chain crashes or is cancelled, its hooks find the app. A
+    parent flow killed with its subflow (one process) is the one whose hooks run."""
     flow_run_id = current_flow_run_id()
     if flow_run_id is None:
         return
@@ -81,13 +101,15 @@ def remember_launch(app_handle: AppHandle) -> None:
     app_id = parse_app_handle(app_handle).app_id
     try:
         with get_client(sync_client=True) as client:
-            client.update_flow_run_labels(UUID(flow_run_id), {LABEL_PREFIX + app_id: app_handle})
+            for run_id in _flow_run_chain(client, UUID(flow_run_id)):
+                client.update_flow_run_labels(run_id, {LABEL_PREFIX + app_id: app_handle})
     except Exception as e:
         _log.warning("could not label flow run %s with %s: %s", flow_run_id, app_handle, e)
 
 
 def launched_handles(flow_run_id: UUID) -> list[AppHandle]:
-    """The handles of the apps a flow run launched, from its labels."""
+    """The handles of the apps a flow run or any of its subflow runs launched, from its
+    labels."""
     from prefect.client.orchestration import get_client
 
     with get_client(sync_client=True) as client:

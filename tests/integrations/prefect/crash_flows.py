@@ -1,7 +1,8 @@
 """Flows that the crash tests run in a process of their own and then terminate (SIGTERM).
 
-Usage: python crash_flows.py run_app|hooks
+Usage: python crash_flows.py run_app|hooks|parent
 - run_app: the run_app flow waiting for an app that sleeps;
+- parent: a user's flow (with the cancel hooks) calling the run_app subflow;
 - hooks: a flow of a user that launches an app with launch_app, has only the
   cancel_launched_apps hooks (no try/finally), and sleeps.
 Prints "starting" first.
@@ -33,9 +34,16 @@ def launch_and_sleep() -> None:
     time.sleep(120)
 
 
+@flow(on_crashed=[cancel_launched_apps], on_cancellation=[cancel_launched_apps])
+def parent_of_run_app() -> None:
+    run_app(AnylaunchJob(app=SLEEPER, poll_interval_s=0.5))
+
+
 if __name__ == "__main__":
     print("starting", flush=True)
     if sys.argv[1] == "run_app":
         run_app(AnylaunchJob(app=SLEEPER, poll_interval_s=0.5))
+    elif sys.argv[1] == "parent":
+        parent_of_run_app()
     else:
         launch_and_sleep()

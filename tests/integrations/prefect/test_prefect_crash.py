@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -88,3 +89,35 @@ def test_the_hook_cancels_the_app_from_another_process(pf) -> None:
 
     pf.wait_for_state(handle, AppState.CANCELLED)
     assert f"cancelling {handle}" in "\n".join(pf.run_logs(flow_run_id))
+
+
+def test_a_killed_parent_flow_cancels_the_app_of_its_run_app_subflow(pf) -> None:
+    """The parent and its subflow die together (one process); the parent's crash hook, run
+    elsewhere as a worker does, finds the subflow's app through the parent's labels."""
+    proc, _, handle = _start(pf, "parent")
+
+    def top_level_run_labelled() -> Any:
+        from prefect.client.orchestration import get_client
+
+        with get_client(sync_client=True) as client:
+            runs = client.read_flow_runs(limit=200)
+        return next(
+            (r.id for r in runs if handle in r.labels.values() and r.parent_task_run_id is None),
+            None,
+        )
+
+    pf.wait_for("the parent flow run labelled", lambda: top_level_run_labelled() is not None)
+    parent_id = top_level_run_labelled()
+    _stop(proc, signal.SIGKILL)
+    assert pf.app_status(handle).state == AppState.RUNNING  # nobody cleaned up
+
+    spec = importlib.util.spec_from_file_location("anylaunch_test_crash_flows", CRASH_FLOWS)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    parent = pf.read_flow_run(parent_id)
+    from prefect_anylaunch import cancel_launched_apps
+
+    cancel_launched_apps(module.parent_of_run_app, parent, parent.state)
+
+    pf.wait_for_state(handle, AppState.CANCELLED)
