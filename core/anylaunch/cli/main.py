@@ -30,6 +30,7 @@ from anylaunch.cli.cmd_delete import CmdDelete
 from anylaunch.cli.cmd_describe import CmdDescribe
 from anylaunch.cli.cmd_list import CmdList
 from anylaunch.cli.cmd_log import CmdLog
+from anylaunch.cli.cmd_reap import CmdReap
 from anylaunch.cli.cmd_run import CmdRun
 from anylaunch.cli.cmd_runopts import CmdRunopts
 from anylaunch.cli.cmd_status import CmdStatus
@@ -63,6 +64,7 @@ def get_sub_cmds() -> dict[str, SubCommand]:
         "describe": CmdDescribe(),
         "list": CmdList(),
         "log": CmdLog(),
+        "reap": CmdReap(),
         "run": CmdRun(),
         "runopts": CmdRunopts(),
         "status": CmdStatus(),

@@ -488,10 +488,12 @@ class AnylaunchOperator(ResumableJobMixin, BaseOperator):
 
     def submit_job(self, context: Context) -> str:
         """Dry-runs (logging the native request) and schedules the app; returns its handle."""
+        from anylaunch.runner.reap import owner_id
+
         assert self._runner is not None
         scheduler, cfg = self._scheduler_cfg
         ti = context["ti"]
-        parent = f"airflow:{ti.dag_id}/{ti.run_id}/{ti.task_id}"
+        parent = owner_id("airflow", f"{ti.dag_id}/{ti.run_id}/{ti.task_id}")
         info, app = self._dryrun(scheduler, cfg, parent)
         self._redact = self._redactor_for(app)
         self.log.info("anylaunch request for scheduler %s:\n%s", scheduler, self._mask(str(info)))

@@ -21,6 +21,7 @@ import dagster as dg
 from anylaunch.runner import Runner, get_runner
 from anylaunch.runner.lines import LineBuffer
 from anylaunch.runner.outcome import error_details, failure_summary
+from anylaunch.runner.reap import owner_id
 from anylaunch.runner.watch import Done, Poll, PollError, WatchPolicy
 from anylaunch.specs.api import NONE, AppDef, AppHandle, AppState, AppStatus, Workspace
 from anylaunch.specs.errors import AnylaunchError, UnknownAppException
@@ -403,7 +404,7 @@ class AppWatch:
                 self.settings.scheduler,
                 self.settings.cfg,
                 workspace=workspace,
-                parent_run_id=self._op_context.run_id,
+                parent_run_id=owner_id("dagster", self._op_context.run_id),
             )
         except AnylaunchError as e:
             # an invalid request (scheduler, run options, app) does not get better by retrying

@@ -33,6 +33,14 @@ def current_flow_run_id() -> str | None:
     return None
 
 
+def current_owner() -> str | None:
+    """The owner an app launched here carries (``prefect:{flow_run_id}``), for the reaper."""
+    from anylaunch.runner.reap import owner_id
+
+    flow_run_id = current_flow_run_id()
+    return owner_id("prefect", flow_run_id) if flow_run_id else None
+
+
 def in_run_context() -> bool:
     """True inside a flow run or a task run (where artifacts can be attached)."""
     from prefect.context import FlowRunContext, TaskRunContext

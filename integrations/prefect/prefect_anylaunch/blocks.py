@@ -362,7 +362,7 @@ class AnylaunchJob(JobBlock[dict[str, Any]]):
             self.scheduler_name(),
             self.run_cfg(),
             self.workspace,
-            parent_run_id=_prefect.current_flow_run_id(),
+            parent_run_id=_prefect.current_owner(),
         )
 
     def dryrun_markdown(self, info: AppDryRunInfo[Any]) -> str:

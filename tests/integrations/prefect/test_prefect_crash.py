@@ -121,3 +121,43 @@ def test_a_killed_parent_flow_cancels_the_app_of_its_run_app_subflow(pf) -> None
     cancel_launched_apps(module.parent_of_run_app, parent, parent.state)
 
     pf.wait_for_state(handle, AppState.CANCELLED)
+
+
+def _reap(pf, *extra: str) -> dict:
+    import json
+
+    argv = ["reap", "-s", "local_cwd", "--engine", "prefect", "--json", *extra]
+    done = subprocess.run(
+        [str(Path(sys.executable).parent / "anylaunch"), *argv],
+        env=pf.env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def test_anylaunch_reap_cancels_the_app_of_a_flow_run_that_ended_without_hooks(pf) -> None:
+    """The flow's process is SIGKILLed and no hook runs anywhere; once Prefect marks the flow
+    run crashed (as a worker does), ``anylaunch reap`` cancels its app. While the flow run
+    is running, the reaper leaves the app alone."""
+    proc, flow_run_id, handle = _start(pf, "hooks")
+    try:
+        report = _reap(pf)
+        assert [(a["handle"], a["action"]) for a in report["actions"]] == [(handle, "keep")]
+    finally:
+        _stop(proc, signal.SIGKILL)
+    assert pf.app_status(handle).state == AppState.RUNNING  # nobody cleaned up
+
+    from prefect.client.orchestration import get_client
+    from prefect.states import Crashed
+
+    with get_client(sync_client=True) as client:
+        client.set_flow_run_state(flow_run_id, Crashed(message="process killed"), force=True)
+
+    assert _reap(pf, "--dry-run")["cancelled"] == []  # a dry run only reports
+    assert pf.app_status(handle).state == AppState.RUNNING
+    report = _reap(pf)
+    assert report["cancelled"] == [handle]
+    pf.wait_for_state(handle, AppState.CANCELLED)

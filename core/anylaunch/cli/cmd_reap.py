@@ -1,0 +1,90 @@
+"""``anylaunch reap``: cancel live apps whose engine run (their owner) ended.
+
+The owner of an app launched from Airflow, Prefect or Dagster is in its
+``ANYLAUNCH_PARENT_RUN_ID``; the engine is asked whether it still runs:
+
+- ``--engine prefect``: the Prefect API of ``PREFECT_API_URL``;
+- ``--engine dagster``: the Dagster instance of ``DAGSTER_HOME``;
+- ``--engine airflow``: an api-server's REST API (``--airflow-url``, token in
+  ``$ANYLAUNCH_AIRFLOW_TOKEN``).
+
+``--dry-run`` reports the orphans without cancelling them. Apps whose owner cannot be checked
+are always kept.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from typing import Any
+
+from anylaunch.cli.cmd_base import SubCommand
+from anylaunch.specs.errors import InvalidSpecError
+
+ENGINES = ("airflow", "prefect", "dagster")
+
+
+def _checker(args: argparse.Namespace) -> Any:
+    """The owner checker of ``--engine`` (its integration is imported only now)."""
+    if args.engine == "prefect":
+        from prefect_anylaunch.reap import PrefectOwnerChecker
+
+        return PrefectOwnerChecker()
+    if args.engine == "dagster":
+        import dagster as dg
+
+        from dagster_anylaunch.reap import DagsterOwnerChecker
+
+        return DagsterOwnerChecker(dg.DagsterInstance.get())
+    token = os.environ.get("ANYLAUNCH_AIRFLOW_TOKEN", "")
+    if not args.airflow_url or not token:
+        raise InvalidSpecError(
+            "--airflow-url/$ANYLAUNCH_AIRFLOW_TOKEN",
+            args.airflow_url,
+            "the airflow engine is asked through an api-server's REST API",
+            "pass --airflow-url http://host:8080 and export ANYLAUNCH_AIRFLOW_TOKEN=<a JWT>",
+        )
+    from airflow_anylaunch.reap import AirflowRestChecker
+
+    return AirflowRestChecker(args.airflow_url, token)
+
+
+class CmdReap(SubCommand):
+    help = "cancel live apps whose engine run (their owner) ended"
+
+    def add_arguments(self, subparser: argparse.ArgumentParser) -> None:
+        subparser.add_argument(
+            "-s",
+            "--scheduler",
+            action="append",
+            required=True,
+            help="scheduler whose apps to check (repeat for several)",
+        )
+        subparser.add_argument("--engine", choices=ENGINES, required=True, help="owners' engine")
+        subparser.add_argument("--airflow-url", default=None, help="Airflow api-server URL")
+        subparser.add_argument("--dry-run", action="store_true", help="report, cancel nothing")
+        subparser.add_argument("--json", action="store_true", help="print the report as JSON")
+
+    def run(self, args: argparse.Namespace) -> int:
+        from anylaunch.runner import get_runner
+        from anylaunch.runner.reap import reap
+
+        checker = _checker(args)
+        with get_runner() as runner:
+            report = reap(runner, args.scheduler, [checker], dry_run=args.dry_run)
+        if args.json:
+            print(
+                json.dumps(
+                    {
+                        "actions": [vars(a) for a in report.actions],
+                        "cancelled": report.cancelled,
+                        "errors": report.errors,
+                        "dry_run": report.dry_run,
+                    },
+                    indent=2,
+                )
+            )
+        else:
+            print(report.summary())
+        return 1 if report.errors else 0
