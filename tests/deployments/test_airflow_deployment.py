@@ -194,3 +194,56 @@ def test_mark_failed_cancels_the_app_and_a_clear_then_reruns_it(
     (second,) = (a for a in launched if a != first)
     assert _app_state(airflow, second) == "SUCCEEDED"
     _no_app_left(airflow)
+
+
+def _anylaunch_reap(airflow: AirflowDeployment, *extra: str) -> dict:
+    import json
+    import subprocess
+    import sys
+
+    argv = ["reap", "-s", "local_cwd", "--engine", "airflow", "--airflow-url", airflow.url]
+    done = subprocess.run(
+        [str(Path(sys.executable).parent / "anylaunch"), *argv, "--json", *extra],
+        env={**airflow.env(), "ANYLAUNCH_AIRFLOW_TOKEN": airflow.token()},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    return dict(json.loads(done.stdout))
+
+
+def test_anylaunch_reap_cancels_the_app_of_a_task_that_ended_with_the_whole_engine(
+    airflow: AirflowDeployment,
+) -> None:
+    """Every Airflow process is SIGKILLed mid-run: no on_kill runs, the app keeps running.
+    While Airflow still says the task runs, the reaper keeps the app; once the task is marked
+    failed, ``anylaunch reap`` cancels it."""
+    before = app_ids(airflow.state_dir, "ticker")
+    run_id = airflow.trigger(SYNC, {"duration": 120})
+    app_id = _wait_running_app(airflow, SYNC, run_id, before)
+    for daemon in airflow.daemons.values():
+        os.killpg(daemon.pid, signal.SIGKILL)
+        daemon.process.wait(30)
+    try:
+        airflow.restart("api-server")
+        wait_until(lambda: airflow.get(f"/api/v2/dags/{SYNC}"), 180, "the api-server back")
+        assert _app_state(airflow, app_id) == "RUNNING"
+
+        report = _anylaunch_reap(airflow)
+        mine = [a for a in report["actions"] if app_id in a["handle"]]
+        assert [a["action"] for a in mine] == ["keep"]  # the task is "running" to Airflow
+
+        airflow.request(
+            "PATCH",
+            f"/api/v2/dags/{SYNC}/dagRuns/{run_id}/taskInstances/app",
+            {"new_state": "failed"},
+        )
+        assert [h for h in _anylaunch_reap(airflow, "--dry-run")["cancelled"]] == []
+        report = _anylaunch_reap(airflow)
+        assert [h for h in report["cancelled"] if app_id in h] and not report["errors"]
+        wait_until(lambda: _app_state(airflow, app_id) == "CANCELLED", 60, "the orphan cancelled")
+        _no_app_left(airflow)
+    finally:
+        for name in ("scheduler", "dag-processor", "triggerer"):
+            airflow.restart(name)

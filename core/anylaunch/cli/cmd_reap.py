@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 from typing import Any
 
@@ -70,7 +71,13 @@ class CmdReap(SubCommand):
         from anylaunch.runner import get_runner
         from anylaunch.runner.reap import reap
 
+        root = logging.getLogger()
+        handlers, level = list(root.handlers), root.level
         checker = _checker(args)
+        # importing an engine may replace the root handlers (Airflow logs to stdout), and
+        # stdout is for the report
+        root.handlers[:] = handlers
+        root.setLevel(level)
         with get_runner() as runner:
             report = reap(runner, args.scheduler, [checker], dry_run=args.dry_run)
         if args.json:
