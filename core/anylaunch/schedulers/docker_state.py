@@ -284,8 +284,10 @@ def failure_message(trigger: _Container, stderr_tail: list[str]) -> tuple[str, s
     redact = Redactor.for_env(trigger.env)
     if trigger.status == "created":
         reason = "never started (its launcher died before starting it)"
+        category = "infrastructure"
     else:
         reason = _describe_exit(trigger.exit_code or 0, trigger.oom_killed)
+        category = _category(trigger.exit_code or 0, trigger.oom_killed)
     retries = trigger.max_retries
     msg = (
         f"replica {trigger.role}/{trigger.replica_id} (container {trigger.name}) failed "
@@ -298,10 +300,24 @@ def failure_message(trigger: _Container, stderr_tail: list[str]) -> tuple[str, s
             "container": trigger.name,
             "exit_code": trigger.exit_code,
             "message": reason,
+            "category": category,
             "stderr_tail": [redact(line) for line in stderr_tail],
         }
     )
     return msg, structured
+
+
+def _category(exit_code: int, oom_killed: bool) -> str:
+    """The failure category of a container's exit (see ``anylaunch.runner.failures``): killed
+    by a signal it did not send itself (``docker kill``/``stop``, a daemon restart) is the
+    platform's doing; any other non-zero exit is the application's.
+
+    >>> _category(3, False), _category(137, True), _category(137, False)
+    ('application', 'out_of_memory', 'infrastructure')
+    """
+    if oom_killed:
+        return "out_of_memory"
+    return "infrastructure" if exit_code in (128 + 9, 128 + 15) else "application"
 
 
 def role_of(container: _Container) -> Role | None:

@@ -463,6 +463,9 @@ class Supervisor:
                 "replica_id": replica.id,
                 "exit_code": code,
                 "message": reason,
+                # killed by SIGKILL/SIGTERM from outside (the kernel's OOM killer, an admin,
+                # a shutdown): the platform's doing; any other failure is the app's
+                "category": "infrastructure" if code in (-9, -15) else "application",
                 "stderr_tail": list(replica.stderr_tail),
             }
         )

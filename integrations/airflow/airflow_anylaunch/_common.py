@@ -137,13 +137,20 @@ def status_dict(
     >>> masked["msg"], masked["structured_error_msg"]
     ('bad pw ***', '{"exit_code": 1, "stderr_tail": ["pw=***"]}')
     """
+    from anylaunch.runner.failures import failure_category
+
     if status is None:
         return {
             "app_handle": handle,
             "state": "UNKNOWN",
             "msg": "the scheduler has no record of it",
         }
-    result = {"app_handle": handle, **status.to_dict()}
+    category = failure_category(status)
+    result = {
+        "app_handle": handle,
+        **status.to_dict(),
+        "failure_category": category.value if category is not None else None,
+    }
     return result if redact is None else cast("dict[str, Any]", _masked(result, redact))
 
 

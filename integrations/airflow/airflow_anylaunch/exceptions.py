@@ -14,6 +14,7 @@ from airflow.sdk.exceptions import AirflowException, AirflowFailException
 
 __all__ = [
     "AnylaunchAppError",
+    "AnylaunchAppFailedNoRetry",
     "AnylaunchAppLost",
     "AnylaunchAppTimeout",
     "AnylaunchInputError",
@@ -30,12 +31,18 @@ class AnylaunchAppError(AirflowException):
     """
 
     def __init__(
-        self, message: str, app_handle: str | None = None, status: dict[str, Any] | None = None
+        self,
+        message: str,
+        app_handle: str | None = None,
+        status: dict[str, Any] | None = None,
+        failure_category: str | None = None,
     ) -> None:
         super().__init__(message)
         self.app_handle = app_handle
         #: the app's final status (``AppStatus.to_dict()`` plus ``app_handle``), if known
         self.status = status
+        #: why it failed (``anylaunch.runner.failures.FailureCategory`` value), if known
+        self.failure_category = failure_category
 
 
 class AnylaunchAppTimeout(AnylaunchAppError):
@@ -46,6 +53,12 @@ class AnylaunchAppTimeout(AnylaunchAppError):
 class AnylaunchAppLost(AnylaunchAppError):
     """The wait lost the app: it vanished (deleted, or purged by its scheduler), or its
     scheduler kept failing (the app was cancelled, best effort, unless told to keep it)."""
+
+
+class AnylaunchAppFailedNoRetry(AnylaunchAppError, AirflowFailException):
+    """The app failed for a reason retrying cannot fix (its own exit code, out of memory, a
+    run timeout) and the task has ``retry_only_infrastructure_failures=True``: the task fails
+    at once, without using its retries."""
 
 
 class AnylaunchInputError(AirflowFailException):

@@ -35,6 +35,7 @@ from airflow_anylaunch._common import (
 )
 from airflow_anylaunch.exceptions import (
     AnylaunchAppError,
+    AnylaunchAppFailedNoRetry,
     AnylaunchAppLost,
     AnylaunchAppTimeout,
     AnylaunchInputError,
@@ -47,6 +48,7 @@ if TYPE_CHECKING:
 
     from airflow_anylaunch._watch import SyncWatch
     from anylaunch.runner import Runner
+    from anylaunch.runner.failures import FailureCategory
     from anylaunch.runner.watch import Decision, PollError, WatchPolicy
     from anylaunch.specs.api import AppDef, AppDryRunInfo, AppStatus
     from anylaunch.specs.secrets import Redactor
@@ -132,6 +134,11 @@ class AnylaunchOperator(ResumableJobMixin, BaseOperator):
         log_roles: only these roles' lines (default: all)
         log_replicas: only these replica ids' lines (default: all), e.g. ``[0]``
         durable: keep the handle in ``task_state_store`` so retries reattach (Airflow >= 3.3)
+        retry_only_infrastructure_failures: use the task's retries only for failures retrying
+            can fix (a lost replica, a node lost or preempted, an image pull or scheduling
+            failure, a startup timeout); an app's own failure (non-zero exit, out of memory, a
+            run timeout) fails the task at once with ``AnylaunchAppFailedNoRetry``. The
+            category is in the failure's ``failure_category`` and in the status dict
 
     Returns (and pushes as the XCom ``return_value``) the final status: ``app_handle``,
     ``state``, ``msg``, ``num_restarts``, ``ui_url``, ``roles``, ...
@@ -182,9 +189,11 @@ class AnylaunchOperator(ResumableJobMixin, BaseOperator):
         stream_logs: bool = True,
         log_roles: Sequence[str] | None = None,
         log_replicas: Sequence[int] | None = None,
+        retry_only_infrastructure_failures: bool = False,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
+        self.retry_only_infrastructure_failures = retry_only_infrastructure_failures
         self.app = app
         self.component = component
         self.component_args = component_args
@@ -303,7 +312,12 @@ class AnylaunchOperator(ResumableJobMixin, BaseOperator):
             raise InvalidSpecError(
                 "on_kill_action", self.on_kill_action, "is not an action", "use 'cancel' or 'keep'"
             )
-        for name in ("wait_for_completion", "deferrable", "stream_logs"):
+        for name in (
+            "wait_for_completion",
+            "deferrable",
+            "stream_logs",
+            "retry_only_infrastructure_failures",
+        ):
             if not isinstance(getattr(self, name), bool):
                 raise InvalidSpecError(
                     name, getattr(self, name), "must be a bool", "pass True or False"
@@ -597,6 +611,7 @@ class AnylaunchOperator(ResumableJobMixin, BaseOperator):
         dict of an app that succeeded, raises for anything else."""
         from airflow.sdk.exceptions import AirflowTaskTimeout
 
+        from anylaunch.runner.failures import decision_category
         from anylaunch.runner.outcome import failure_summary
         from anylaunch.runner.watch import Done, Poll, RunTimedOut, StartupTimedOut
 
@@ -612,11 +627,12 @@ class AnylaunchOperator(ResumableJobMixin, BaseOperator):
             self._timed_out = True
             self._cancel(handle, "execution_timeout reached")
             raise
+        category = decision_category(decision)
         if isinstance(decision, Done):
             result = status_dict(handle, decision.status, watch.redact)
             if not decision.succeeded:
                 text = failure_summary(handle, decision.status, watch.tail, watch.redact)
-                raise AnylaunchAppError(text, handle, result)
+                raise self._failure(AnylaunchAppError, text, handle, result, category)
             return result
         if decision.cancel:
             self._timed_out = True  # on_kill need not cancel it again
@@ -627,8 +643,28 @@ class AnylaunchOperator(ResumableJobMixin, BaseOperator):
         text = failure_summary(handle, last, watch.tail, watch.redact, headline=decision.message)
         last_dict = status_dict(handle, last, watch.redact) if last is not None else None
         if isinstance(decision, (StartupTimedOut, RunTimedOut)):
-            raise AnylaunchAppTimeout(text, handle, last_dict)
-        raise AnylaunchAppLost(text, handle, last_dict)
+            raise self._failure(AnylaunchAppTimeout, text, handle, last_dict, category)
+        raise self._failure(AnylaunchAppLost, text, handle, last_dict, category)
+
+    def _failure(
+        self,
+        kind: type[AnylaunchAppError],
+        text: str,
+        handle: str | None,
+        status: dict[str, Any] | None,
+        category: FailureCategory | str | None,
+    ) -> AnylaunchAppError:
+        """The exception a failed app raises: ``kind``, or ``AnylaunchAppFailedNoRetry`` when
+        only infrastructure failures may use the task's retries and this one may not."""
+        from anylaunch.runner.failures import FailureCategory, retryable
+
+        value = category.value if isinstance(category, FailureCategory) else category
+        known = value if value in FailureCategory._value2member_map_ else None
+        only_infra = self.retry_only_infrastructure_failures
+        if only_infra and known is not None and not retryable(FailureCategory(known)):
+            text = f"{text}\nnot retried: a {known} failure (retry_only_infrastructure_failures)"
+            return AnylaunchAppFailedNoRetry(text, handle, status, known)
+        return kind(text, handle, status, value)
 
     def _cancel(self, handle: str, why: str) -> None:
         """Cancels the app, best effort: a failing cancel is logged, never raised over the
@@ -683,11 +719,12 @@ class AnylaunchOperator(ResumableJobMixin, BaseOperator):
         if outcome == "success":
             return app_status
         message = event.get("message") or f"anylaunch app {handle}: trigger ended with {event!r}"
+        category = event.get("failure_category")
         if outcome == "timeout":
-            raise AnylaunchAppTimeout(message, handle, app_status)
+            raise self._failure(AnylaunchAppTimeout, message, handle, app_status, category)
         if outcome == "error":
-            raise AnylaunchAppLost(message, handle, app_status)
-        raise AnylaunchAppError(message, handle, app_status)
+            raise self._failure(AnylaunchAppLost, message, handle, app_status, category)
+        raise self._failure(AnylaunchAppError, message, handle, app_status, category)
 
     def resume_execution(
         self, next_method: str, next_kwargs: dict[str, Any] | None, context: Context

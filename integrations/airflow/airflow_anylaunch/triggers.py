@@ -41,6 +41,7 @@ from airflow_anylaunch._compat import amask_secret
 
 # imported with the module (the triggerer imports it once), never on the event loop later
 from anylaunch.runner import get_runner
+from anylaunch.runner.failures import FailureCategory, decision_category
 from anylaunch.runner.outcome import failure_summary
 from anylaunch.runner.watch import (
     DEFAULT_MAX_POLL_ERRORS,
@@ -311,11 +312,13 @@ class AnylaunchAppTrigger(BaseTrigger):
         message: str,
         follower: LogFollower | None,
         redact: Redactor,
+        category: FailureCategory | None = None,
     ) -> TriggerEvent:
         """The one event; every text in it is masked (events are stored in the metadata DB)."""
         return TriggerEvent(  # type: ignore[no-untyped-call]
             {
                 "status": kind,
+                "failure_category": category.value if category is not None else None,
                 "app_handle": self.app_handle,
                 "app_status": None
                 if status is None
@@ -434,7 +437,14 @@ class AnylaunchAppTrigger(BaseTrigger):
             if isinstance(decision, Done):
                 ok = decision.succeeded
                 message = "" if ok else failure_summary(self.app_handle, status, tail, mask)
-                yield self._event("success" if ok else "failed", status, message, follower, mask)
+                yield self._event(
+                    "success" if ok else "failed",
+                    status,
+                    message,
+                    follower,
+                    mask,
+                    decision_category(decision),
+                )
                 return
             if decision.cancel:
                 why = {"startup_timeout": "startup timeout", "run_timeout": "run timeout"}
@@ -443,7 +453,7 @@ class AnylaunchAppTrigger(BaseTrigger):
                 self.app_handle, status, tail, mask, headline=decision.message
             )
             kind = "error" if isinstance(decision, Lost) else "timeout"
-            yield self._event(kind, status, message, follower, mask)
+            yield self._event(kind, status, message, follower, mask, decision_category(decision))
             return
 
     async def on_kill(self) -> None:

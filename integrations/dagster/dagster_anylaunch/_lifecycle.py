@@ -19,6 +19,12 @@ from typing import TYPE_CHECKING, Any
 import dagster as dg
 
 from anylaunch.runner import Runner, get_runner
+from anylaunch.runner.failures import (
+    FailureCategory,
+    decision_category,
+    failure_category,
+    retryable,
+)
 from anylaunch.runner.lines import LineBuffer
 from anylaunch.runner.outcome import error_details, failure_summary
 from anylaunch.runner.reap import owner_id
@@ -71,6 +77,11 @@ class LaunchSettings:
     stream_logs: bool
     env: Mapping[str, str]
     secret_env: Mapping[str, str]
+    retry_only_infrastructure_failures: bool = False
+
+    def allows_retry(self, category: FailureCategory | None) -> bool:
+        """Whether a failure of this category may use the step's retry policy."""
+        return not self.retry_only_infrastructure_failures or retryable(category)
 
     def runner(self) -> Runner:
         """A new Runner for this session (close it, or use it in a ``with`` block)."""
@@ -201,14 +212,18 @@ def failure(
     mask: Callable[[str], str],
     allow_retries: bool = True,
     reason: str = "failed",
+    category: FailureCategory | None = None,
 ) -> dg.Failure:
-    """A step Failure carrying handle, ui_url, state, error, the last log lines and the
+    """A step Failure carrying handle, ui_url, state, error, the last log lines, the
     ``reason`` (``failed``, ``startup_timeout``, ``run_timeout``, ``lost``, ``invalid``,
-    ``launch``: the kinds of :mod:`anylaunch.runner.watch`'s decisions)."""
+    ``launch``: the kinds of :mod:`anylaunch.runner.watch`'s decisions) and the
+    ``failure_category`` (:mod:`anylaunch.runner.failures`)."""
     meta: dict[str, dg.MetadataValue] = {
         "reason": dg.MetadataValue.text(reason),
         "duration_s": dg.MetadataValue.float(round(duration_s, 3)),
     }
+    if category is not None:
+        meta["failure_category"] = dg.MetadataValue.text(category.value)
     if handle is not None:
         meta["handle"] = dg.MetadataValue.text(handle)
     if status is not None:
@@ -477,6 +492,7 @@ class AppWatch:
             last_log_lines=tuple(streams.tail),
         )
         if status.state != AppState.SUCCEEDED:
+            category = failure_category(status)
             raise failure(
                 failure_summary(handle, status, result.last_log_lines, self.mask),
                 handle,
@@ -484,6 +500,8 @@ class AppWatch:
                 result.last_log_lines,
                 result.duration_s,
                 self.mask,
+                allow_retries=self.settings.allows_retry(category),
+                category=category,
             )
         self.context.log.info(f"app {handle} SUCCEEDED in {result.duration_s:.1f}s")
         return result
@@ -533,6 +551,7 @@ class AppWatch:
             # after a cancel, the app's end state (when it could be seen) is the final one
             ended = self._cancel(runner, handle, streams) if decision.cancel else None
             last = ended if ended is not None else policy.last_status
+            category = decision_category(decision)
             raise failure(
                 failure_summary(handle, last, streams.tail, self.mask, headline=decision.message),
                 handle,
@@ -540,7 +559,9 @@ class AppWatch:
                 streams.tail,
                 time.monotonic() - started,
                 self.mask,
+                allow_retries=self.settings.allows_retry(category),
                 reason=decision.kind,
+                category=category,
             )
 
     def _cancel(self, runner: Runner, handle: AppHandle, streams: _Streams) -> AppStatus | None:

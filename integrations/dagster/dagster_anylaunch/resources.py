@@ -138,6 +138,13 @@ class AnylaunchResource(dg.ConfigurableResource):  # type: ignore[type-arg]
         default=50,
         description="How many of the app's last log lines a failure's metadata carries.",
     )
+    retry_only_infrastructure_failures: bool = Field(
+        default=False,
+        description="Let the step's retry policy retry only failures retrying can fix (a lost "
+        "replica, node loss, preemption, an image pull or scheduling failure, a startup "
+        "timeout); an app's own failure (non-zero exit, out of memory, run timeout) fails the "
+        "step without retries. The category is in the failure's `failure_category` metadata.",
+    )
 
     # "before": pydantic turns an EnvVar into a plain str (its name) before "after" validators
     @field_validator("scheduler", mode="before")
@@ -205,6 +212,7 @@ class AnylaunchResource(dg.ConfigurableResource):  # type: ignore[type-arg]
             stream_logs=self.stream_logs,
             env=dict(self.env),
             secret_env=dict(self.secret_env),
+            retry_only_infrastructure_failures=self.retry_only_infrastructure_failures,
         )
 
     def get_runner(self) -> Runner:

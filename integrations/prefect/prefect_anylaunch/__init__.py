@@ -24,6 +24,7 @@ from prefect_anylaunch.errors import (
     AnylaunchAppFailedError,
     AnylaunchAppLostError,
     AnylaunchAppTimeoutError,
+    retry_infrastructure_failures,
 )
 
 if TYPE_CHECKING:
@@ -57,6 +58,7 @@ __all__ = [
     "cancel_launched_apps",
     "get_app_logs",
     "launch_app",
+    "retry_infrastructure_failures",
     "run_app",
     "stop_app",
     "wait_for_app",

@@ -3,10 +3,17 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from anylaunch.specs.api import AppHandle, AppState, AppStatus
 from anylaunch.specs.errors import AnylaunchError
 
-__all__ = ["AnylaunchAppFailedError", "AnylaunchAppLostError", "AnylaunchAppTimeoutError"]
+__all__ = [
+    "AnylaunchAppFailedError",
+    "AnylaunchAppLostError",
+    "AnylaunchAppTimeoutError",
+    "retry_infrastructure_failures",
+]
 
 
 class AnylaunchAppFailedError(AnylaunchError, RuntimeError):
@@ -33,6 +40,14 @@ class AnylaunchAppFailedError(AnylaunchError, RuntimeError):
             message = f"app {app_handle} ended {state}" + (": " + "; ".join(parts) if parts else "")
         super().__init__(message)
 
+    @property
+    def failure_category(self) -> str | None:
+        """Why the app failed (:mod:`anylaunch.runner.failures`), e.g. ``application``."""
+        from anylaunch.runner.failures import failure_category
+
+        category = failure_category(self.status)
+        return category.value if category is not None else None
+
 
 class AnylaunchAppLostError(AnylaunchAppFailedError):
     """The watch lost the app: it vanished (deleted, or purged by its scheduler), or its
@@ -45,6 +60,11 @@ class AnylaunchAppLostError(AnylaunchAppFailedError):
     ) -> None:
         self.reason = reason
         super().__init__(app_handle, status, message=message)
+
+    @property
+    def failure_category(self) -> str | None:
+        """A lost app is an infrastructure failure."""
+        return "infrastructure"
 
 
 class AnylaunchAppTimeoutError(AnylaunchError, TimeoutError):
@@ -86,3 +106,32 @@ class AnylaunchAppTimeoutError(AnylaunchError, TimeoutError):
             or f"app {app_handle} did not {what} within {timeout_s:g}s{since} "
             f"(last state: {last_state.name}); {fate}. Fix: {fix}"
         )
+
+    @property
+    def failure_category(self) -> str:
+        """A startup timeout is a ``startup`` failure, a run timeout the ``application``'s."""
+        return "startup" if self.which == "startup" else "application"
+
+
+def retry_infrastructure_failures(task: Any, task_run: Any, state: Any) -> bool:
+    """A ``retry_condition_fn`` for Prefect tasks: retry only failures retrying can fix (a
+    lost replica, node loss or preemption, an image pull or scheduling failure, a startup
+    timeout), never an app's own failure (non-zero exit, out of memory, run timeout).
+
+    Example:
+        ```python
+        @task(retries=3, retry_condition_fn=retry_infrastructure_failures)
+        def train(job: AnylaunchJob) -> dict:
+            return job.trigger().wait_for_completion() or {}
+        ```
+    """
+    from anylaunch.runner.failures import FailureCategory, retryable
+
+    try:
+        state.result(raise_on_failure=True)
+    except (AnylaunchAppFailedError, AnylaunchAppTimeoutError) as e:
+        category = e.failure_category
+        return category is not None and retryable(FailureCategory(category))
+    except Exception:
+        return True  # not an app failure (e.g. the API was unreachable): Prefect's default
+    return True

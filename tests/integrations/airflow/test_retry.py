@@ -40,3 +40,41 @@ def test_retry_launches_again_only_after_the_app_failed(
     assert (first.state.name, second.state.name) == ("FAILED", "SUCCEEDED")
     assert "Prior job in terminal state, resubmitting fresh" in out
     assert "job/0 second launch works" in out
+
+
+@pytest.mark.parametrize("suffix", ["", "_deferred"], ids=["sync", "deferred"])
+def test_an_app_error_uses_no_retry_when_only_infrastructure_failures_retry(
+    airflow: Any,
+    apps: Callable[[], List[Any]],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capfd: pytest.CaptureFixture[str],
+    suffix: str,
+) -> None:
+    monkeypatch.setenv("AL_TEST_MARKER", str(tmp_path / "marker"))
+    dagrun = airflow.run(
+        airflow.test_dag("retry_dags.py", f"al_retry_infra_only_app_error{suffix}")
+    )
+    out = capfd.readouterr().out
+    tis = airflow.tis(dagrun)
+    assert str(tis["job"].state) == "failed"
+    assert tis["job"].try_number == 1  # retries=2, none used: exit code 1 is the app's own
+    assert "not retried: a application failure" in out
+    assert [a.state.name for a in apps()] == ["FAILED"]
+
+
+@pytest.mark.parametrize("suffix", ["", "_deferred"], ids=["sync", "deferred"])
+def test_an_infrastructure_failure_is_retried_with_a_fresh_app(
+    airflow: Any,
+    apps: Callable[[], List[Any]],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    suffix: str,
+) -> None:
+    monkeypatch.setenv("AL_TEST_MARKER", str(tmp_path / "marker"))
+    dagrun = airflow.run(airflow.test_dag("retry_dags.py", f"al_retry_infra_only_killed{suffix}"))
+    tis = airflow.tis(dagrun)
+    assert str(tis["job"].state) == "success"
+    assert tis["job"].try_number == 2
+    first, second = apps()
+    assert (first.state.name, second.state.name) == ("FAILED", "SUCCEEDED")

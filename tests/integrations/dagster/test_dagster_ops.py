@@ -435,3 +435,56 @@ def test_every_app_line_is_one_event_and_a_failure_says_why(
     assert "exit code: 4" in (data.description or "")
     assert secret not in (data.description or "")
     assert all(secret not in str(v.value) for v in data.metadata.values())
+
+
+FAILS_ONCE = """
+import os, signal, sys
+marker = os.environ["AL_TEST_MARKER"]
+first = not os.path.exists(marker)
+open(marker, "a").close()
+if first:
+    {first}
+print("second attempt works", flush=True)
+"""
+
+
+@pytest.mark.parametrize(
+    ("first_attempt", "category", "attempts"),
+    [
+        ("sys.exit(3)", "application", 1),  # the app's own failure: no retry
+        ("os.kill(os.getpid(), signal.SIGKILL)", "infrastructure", 2),  # killed: retried
+    ],
+    ids=["exit-code", "killed"],
+)
+def test_only_infrastructure_failures_use_the_retry_policy(
+    instance: dg.DagsterInstance,
+    launched_apps,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    first_attempt: str,
+    category: str,
+    attempts: int,
+) -> None:
+    monkeypatch.setenv("AL_TEST_MARKER", str(tmp_path / "marker"))
+    resource = AnylaunchResource(poll_interval_s=0.2, retry_only_infrastructure_failures=True)
+    op_def = build_anylaunch_op(
+        "flaky",
+        python_app("flaky", FAILS_ONCE.format(first=first_attempt)),
+        retry_policy=dg.RetryPolicy(max_retries=2),
+    )
+    result = one_op_job(op_def, resource).execute_in_process(
+        instance=instance, raise_on_error=False
+    )
+    apps = launched_apps()
+    assert len(apps) == attempts
+    from anylaunch.runner.failures import failure_category
+
+    with get_runner() as runner:
+        first_status = runner.status(apps[0].app_handle)
+    category_seen = failure_category(first_status)
+    assert category_seen is not None and category_seen.value == category
+    if attempts == 1:  # the step failed at once: its metadata names the category
+        failure = result.failure_data_for_node("flaky")
+        assert failure is not None and failure.user_failure_data is not None
+        assert failure.user_failure_data.metadata["failure_category"].value == category
+    assert result.success == (attempts == 2)

@@ -240,3 +240,53 @@ def test_secrets_never_reach_logs_artifacts_results_or_errors(pf) -> None:
     ]
     leaks = [text[:300] for text in seen if declared in text or by_name in text]
     assert leaks == []
+
+
+FAILS_ONCE = """
+import os, signal, sys
+marker = os.environ["AL_TEST_MARKER"]
+first = not os.path.exists(marker)
+open(marker, "a").close()
+if first:
+    {first}
+print("second attempt works", flush=True)
+"""
+
+
+@pytest.mark.parametrize(
+    ("first_attempt", "category", "launches"),
+    [
+        ("sys.exit(3)", "application", 1),  # the app's own failure: no retry
+        ("os.kill(os.getpid(), signal.SIGKILL)", "infrastructure", 2),  # killed: retried
+    ],
+    ids=["exit-code", "killed"],
+)
+def test_retry_infrastructure_failures_retries_only_what_retrying_can_fix(
+    pf, tmp_path, first_attempt: str, category: str, launches: int
+) -> None:
+    from prefect import task
+
+    from prefect_anylaunch import retry_infrastructure_failures
+
+    marker = tmp_path / "marker"
+    app = pf.py_app("flaky", FAILS_ONCE.format(first=first_attempt))
+    for role in app["roles"]:
+        role.setdefault("env", {})["AL_TEST_MARKER"] = str(marker)
+
+    @task(retries=2, retry_delay_seconds=0, retry_condition_fn=retry_infrastructure_failures)
+    def launch_and_wait() -> dict:
+        job = AnylaunchJob(app=app, poll_interval_s=0.2)
+        return wait_for_app.fn(launch_app.fn(job), job)
+
+    @flow
+    def flaky_flow() -> dict:
+        return launch_and_wait()
+
+    state = flaky_flow(return_state=True)
+    apps = pf.launched_apps()
+    assert len(apps) == launches
+    assert state.is_completed() == (launches == 2)
+    if launches == 1:
+        error = state.result(raise_on_failure=False)
+        assert isinstance(error, AnylaunchAppFailedError)
+        assert error.failure_category == category

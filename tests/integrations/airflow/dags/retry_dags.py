@@ -62,3 +62,35 @@ with DAG("al_retry_after_failure", schedule=None, start_date=START, catchup=Fals
         retries=1,
         retry_delay=NO_DELAY,
     )
+
+# killed by SIGKILL the first time it runs (as the kernel or a lost node would), fine the next
+KILLED_ONCE = """
+import os, signal
+marker = os.environ["AL_TEST_MARKER"]
+if not os.path.exists(marker):
+    open(marker, "w").close()
+    os.kill(os.getpid(), signal.SIGKILL)
+print("second launch works", flush=True)
+"""
+
+for dag_id, script in (
+    ("al_retry_infra_only_app_error", FLAKY),
+    ("al_retry_infra_only_killed", KILLED_ONCE),
+):
+    for deferrable in (False, True):
+        with DAG(
+            f"{dag_id}{'_deferred' if deferrable else ''}",
+            schedule=None,
+            start_date=START,
+            catchup=False,
+        ):
+            AnylaunchOperator(
+                task_id="job",
+                app=app("infra-only", script),
+                scheduler="local_cwd",
+                poll_interval=0.5,
+                deferrable=deferrable,
+                retries=2,
+                retry_delay=NO_DELAY,
+                retry_only_infrastructure_failures=True,
+            )
