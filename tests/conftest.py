@@ -1,7 +1,16 @@
 """Suite-wide settings."""
 
 import os
+import signal
 
 # Each test's local_cwd state dir gets its own warm fork-server; let idle ones exit soon after
 # the suite instead of lingering for the default 60 s.
 os.environ.setdefault("ANYLAUNCH_LOCAL_FORKSERVER_IDLE_S", "5")
+
+# A suite launched as a background job (a non-interactive shell, `nohup ... &`, some CI
+# runners) starts with SIGINT ignored, and every process it spawns inherits that: a Python
+# child then installs no KeyboardInterrupt handler, and the tests that send Ctrl-C to a child
+# would see it ignored. Restore the default here: a caught signal is reset to SIG_DFL in
+# children at exec, so they get what an interactive terminal gives them.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
