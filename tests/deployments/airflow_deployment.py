@@ -66,6 +66,10 @@ class AirflowDeployment:
                 ),
             }
         )
+        # the cluster backends' provisioned configuration, for the tasks' apps
+        from tests.schedulers.slurm.cluster import SLURM_CONF
+
+        env.setdefault("SLURM_CONF", SLURM_CONF)
         env.update(self.extra_env)
         return env
 
@@ -101,7 +105,11 @@ class AirflowDeployment:
                 name, [str(BIN / "airflow"), *args], self.env(), self.logs, self.root
             )
         wait_until(lambda: self._get_raw("/api/v2/monitor/health"), 180, "the api-server")
-        for dag_id in ("anylaunch_deploy_sync", "anylaunch_deploy_deferred"):
+        for dag_id in (
+            "anylaunch_deploy_sync",
+            "anylaunch_deploy_deferred",
+            "anylaunch_deploy_slurm",
+        ):
             wait_until(
                 lambda dag_id=dag_id: self.get(f"/api/v2/dags/{dag_id}"),
                 180,
@@ -180,7 +188,16 @@ class AirflowDeployment:
             body = json.load(response)
         content = body.get("content")
         if isinstance(content, list):  # structured log records
-            return "\n".join(
-                str(r.get("event", "")) if isinstance(r, dict) else str(r) for r in content
-            )
+            return "\n".join(_record_text(r) for r in content)
         return str(content)
+
+
+def _record_text(record: object) -> str:
+    """One structured task-log record as the UI shows it: the event, then any error."""
+    if not isinstance(record, dict):
+        return str(record)
+    text = str(record.get("event", ""))
+    for error in record.get("error_detail") or []:
+        if isinstance(error, dict):
+            text += f"\n{error.get('exc_type')}: {error.get('exc_value')}"
+    return text

@@ -16,6 +16,9 @@ import pytest
 
 from tests.backends import require_backend
 from tests.deployments import postgres as pg
+from tests.schedulers.slurm.cluster import slurm_cluster
+
+__all__ = ["app_ids", "postgres", "slurm_cluster"]
 
 collect_ignore = ["dags"]
 

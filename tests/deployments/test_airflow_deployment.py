@@ -141,6 +141,49 @@ def test_sigkill_of_the_triggerer_cancels_nothing_and_repeats_no_line(
     _no_app_left(airflow)
 
 
+def _launched(airflow: AirflowDeployment, dag_id: str, run_id: str, tries: int) -> list[str]:
+    """The handles the task's tries launched, from their logs."""
+    import re
+
+    handles: list[str] = []
+    for number in range(1, tries + 1):
+        log = airflow.task_log(dag_id, run_id, number)
+        handles += [h for h in re.findall(r"launched anylaunch app (\S+)", log) if h not in handles]
+    return handles
+
+
+def test_sigkill_of_the_task_runner_reattaches_to_the_same_slurm_job(
+    airflow: AirflowDeployment, slurm_cluster: object
+) -> None:
+    from anylaunch.runner import get_runner
+
+    dag_id = "anylaunch_deploy_slurm"
+    run_id = airflow.trigger(dag_id, {"duration": 20})
+
+    def running_handle() -> str | None:
+        ti = airflow.task_instance(dag_id, run_id)
+        if ti["state"] != "running":
+            return None
+        handles = _launched(airflow, dag_id, run_id, 1)
+        if not handles:
+            return None
+        with get_runner() as runner:
+            lines = list(runner.log_lines(handles[0], "ticker", 0))
+        return handles[0] if sum("tick" in line for line in lines) >= 3 else None
+
+    handle = str(wait_until(running_handle, 240, "the Slurm job ticking"))
+    for pid in airflow.task_runners():
+        os.kill(pid, signal.SIGKILL)
+
+    ti = _wait_task(airflow, dag_id, run_id)
+    assert ti["state"] == "success" and ti["try_number"] == 2
+    assert _launched(airflow, dag_id, run_id, 2) == [handle]  # the retry launched nothing
+    assert "Reconnecting to existing job" in airflow.task_log(dag_id, run_id, 2)
+    with get_runner() as runner:
+        status = runner.status(handle)
+    assert status is not None and status.state.name == "SUCCEEDED"
+
+
 def _clear(airflow: AirflowDeployment, dag_id: str, run_id: str) -> None:
     airflow.request(
         "POST",

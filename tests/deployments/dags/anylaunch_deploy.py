@@ -56,3 +56,33 @@ for mode in ("sync", "deferred"):
             retry_delay=timedelta(seconds=1),
             anylaunch_conn_id=None,
         )
+
+# the same ticker on the Slurm cluster (a cluster backend: the app outlives any Airflow process)
+with DAG(
+    dag_id="anylaunch_deploy_slurm",
+    schedule=None,
+    start_date=datetime(2026, 1, 1),
+    catchup=False,
+    params={"duration": Param(60, type="integer")},
+):
+    AnylaunchOperator(
+        task_id="app",
+        app=specs.AppDef(
+            name="ticker",
+            roles=[
+                specs.Role(
+                    name="ticker",
+                    image="/tmp",
+                    entrypoint="python3",
+                    args=["-c", TICKER],
+                    resource=specs.Resource(cpu=1, gpu=0, memMB=256),
+                )
+            ],
+        ),
+        scheduler="slurm",
+        env={"DURATION": "{{ params.duration }}"},
+        poll_interval=1.0,
+        retries=1,
+        retry_delay=timedelta(seconds=1),
+        anylaunch_conn_id=None,
+    )
