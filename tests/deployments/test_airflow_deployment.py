@@ -107,12 +107,6 @@ def test_sigkill_of_the_task_runner_reattaches_to_the_same_app(airflow: AirflowD
     _no_app_left(airflow)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known gap (issue 17): a rebuilt trigger re-streams the app's log from its first "
-    "line; triggers cannot persist a cursor in Airflow 3.3 (no task_state_store in the "
-    "triggerer), so the cursor has to live with the app on its backend",
-)
 def test_sigkill_of_the_triggerer_cancels_nothing_and_repeats_no_line(
     airflow: AirflowDeployment,
 ) -> None:

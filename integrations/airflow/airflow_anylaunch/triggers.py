@@ -38,6 +38,7 @@ from airflow_anylaunch._common import (
     status_dict,
 )
 from airflow_anylaunch._compat import amask_secret
+from airflow_anylaunch._cursor import LogCursor
 
 # imported with the module (the triggerer imports it once), never on the event loop later
 from anylaunch.runner import get_runner
@@ -385,6 +386,12 @@ class AnylaunchAppTrigger(BaseTrigger):
             option_names=("startup_timeout", "execution_timeout (or run_timeout)"),
         )
         poller: _StatusPoller | None = None
+        # where an earlier instance of this trigger (before a triggerer restart) got to
+        cursor = LogCursor(self.task_instance, self.app_handle)
+        if self.stream_logs:
+            stored = await asyncio.to_thread(cursor.load)
+            for key, position in stored.items():
+                self.log_positions[key] = max(position, self.log_positions.get(key, 0))
         # the app's lines are read only once its secrets are known, so none leaks unmasked
         redact: Redactor | None = None
         follower: LogFollower | None = None
@@ -429,6 +436,8 @@ class AnylaunchAppTrigger(BaseTrigger):
                 )
                 for line in lines:
                     self.log.info("%s", line)
+                if lines:  # after the lines went out: at worst a restart repeats this batch
+                    await asyncio.to_thread(cursor.save, follower.positions)
             if isinstance(decision, Poll):
                 await asyncio.sleep(decision.after)
                 continue
