@@ -468,6 +468,22 @@ def test_log_dir_runopt(sched: LocalScheduler, tmp_path: Path) -> None:
     assert list(sched.log_iter(app_id, "w")) == ["x\n"]
 
 
+@pytest.mark.parametrize("where", ["under-a-file", "is-a-file"])
+def test_a_log_dir_that_cannot_be_created_is_rejected_at_dryrun(
+    sched: LocalScheduler, tmp_path: Path, where: str
+) -> None:
+    from anylaunch.specs.errors import InvalidRunConfigException
+
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    log_dir = blocker / "logs" if where == "under-a-file" else blocker
+    app = AppDef("logs", [py_role("w", "print('x')")])
+    with pytest.raises(InvalidRunConfigException, match="log_dir") as raised:
+        sched.submit_dryrun(app, {"log_dir": str(log_dir)})
+    assert str(blocker) in str(raised.value)
+    assert not any(p.name.startswith("logs-") for p in sched.state_root().glob("*"))
+
+
 def test_log_iter_arguments_are_checked_once_by_the_base(sched: LocalScheduler) -> None:
     # local_cwd supplies only the hooks: the checks and their errors are the base's
     assert LocalScheduler.log_iter is Scheduler.log_iter

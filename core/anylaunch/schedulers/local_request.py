@@ -224,3 +224,36 @@ def _replica_request(
         combined_log=os.path.join(rep_dir, "combined.log"),
         env=env,
     )
+
+
+def check_creatable_dir(field: str, path: str) -> None:
+    """Rejects a directory that cannot exist or be written: an existing non-directory, a
+    path below a file, or an ancestor this user may not write into. Creates nothing (a
+    dryrun has no side effects).
+
+    >>> check_creatable_dir("log_dir", "/tmp/anylaunch-logs/new/sub")
+    >>> check_creatable_dir("log_dir", "/etc/hostname/logs")
+    Traceback (most recent call last):
+    ...
+    anylaunch.specs.errors.InvalidRunConfigException: log_dir='/etc/hostname/logs' is invalid: cannot be created: /etc/hostname is a file. Fix: pass a directory path (it is created if missing)
+    """
+    from anylaunch.specs.errors import InvalidRunConfigException
+
+    target = os.path.abspath(os.path.expanduser(path))
+    probe = target
+    while not os.path.lexists(probe):
+        parent = os.path.dirname(probe)
+        if parent == probe:
+            break
+        probe = parent
+    problem = None
+    if not os.path.isdir(probe):
+        problem = (
+            "is not a directory" if probe == target else f"cannot be created: {probe} is a file"
+        )
+    elif not os.access(probe, os.W_OK | os.X_OK):
+        problem = f"{probe} is not writable by this user"
+    if problem is not None:
+        raise InvalidRunConfigException(
+            field, path, problem, "pass a directory path (it is created if missing)"
+        )

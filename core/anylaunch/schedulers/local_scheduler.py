@@ -49,6 +49,7 @@ from anylaunch.schedulers.local_request import (
     _replica_request,
     _visible_gpus,
     assign_gpus,
+    check_creatable_dir,
     format_request,
 )
 from anylaunch.schedulers.shared import (
@@ -217,6 +218,7 @@ class LocalScheduler(Scheduler[Mapping[str, CfgVal]]):
         app_dir = self.state_root() / app_id
         if opts.log_dir:
             check_no_nul("log_dir", opts.log_dir)  # (no path can hold one)
+            check_creatable_dir("log_dir", opts.log_dir)
             log_root = os.path.join(os.path.abspath(os.path.expanduser(opts.log_dir)), app_id)
         else:
             log_root = os.path.join(app_dir, "logs")
