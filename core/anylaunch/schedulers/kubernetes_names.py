@@ -31,6 +31,10 @@ ANNOTATION_STOPPED = "anylaunch.io/stopped"
 MANAGED_BY = "anylaunch"
 RECORD_KEY = "app.json"
 
+#: Label and annotation keys anylaunch owns on every object it creates (selectors, state
+#: tracking, cancel marks): no overlay may add, change or remove one.
+OWNED_KEY_PREFIXES = ("anylaunch.io/", LABEL_MANAGED_BY)
+
 #: Pod overlay fields anylaunch owns. The role's own container is checked after the overlay is
 #: applied (:func:`apply_pod_overlays`): its image, command, args and env come from the Role,
 #: while other containers (sidecars) may be added freely.
@@ -40,6 +44,7 @@ _ROLE_CONTAINER_FIELDS = {
     "command": "entrypoint",
     "args": "args",
     "env": "env",
+    "resources": "resource",
     "name": "name",
 }
 _SHM_VOLUME = "dshm"

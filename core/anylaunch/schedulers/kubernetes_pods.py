@@ -10,6 +10,7 @@ from anylaunch.schedulers.kubernetes_names import (
     _FIELD_REF,
     _ROLE_CONTAINER_FIELDS,
     _SHM_VOLUME,
+    OWNED_KEY_PREFIXES,
     POD_OVERLAY_BLOCKLIST,
     KubernetesCommonOpts,
     dns_label,
@@ -239,7 +240,19 @@ def apply_overlays(
     suggestion: str,
 ) -> None:
     """Applies ``get_overlay(target, namespace, kind)`` of each target in order, after checking
-    it against ``blocklist``."""
+    it against ``blocklist``; anylaunch's own labels and annotations must come out unchanged.
+
+    >>> from anylaunch.specs import Role
+    >>> from anylaunch.specs.overlays import set_overlay
+    >>> role = Role("w", "busybox", entrypoint="true")
+    >>> set_overlay(role, "kubernetes", "V1Job",
+    ...             {"metadata": {"labels": {"anylaunch.io/app-id": "someone-else"}}})
+    >>> job = {"metadata": {"labels": {"anylaunch.io/app-id": "a-1", "team": "ml"}}}
+    >>> apply_overlays(job, [(role, "kubernetes")], "V1Job", [], "")
+    Traceback (most recent call last):
+    ...
+    anylaunch.specs.overlays.InvalidOverlayError: kubernetes/V1Job overlay key='metadata.labels.anylaunch.io/app-id' is invalid: anylaunch sets this label (selectors and state tracking rely on it) and an overlay must not change it. Fix: remove it from the overlay; add labels of your own under other keys
+    """
     from anylaunch.specs.overlays import apply_overlay, get_overlay, validate_overlay
 
     for target, namespace in targets:
@@ -252,7 +265,38 @@ def apply_overlays(
             overlay_name=f"{namespace}/{kind} overlay",
             suggestion=suggestion,
         )
+        before = _owned_keys(base)
         apply_overlay(base, overlay)
+        _check_owned_keys(before, _owned_keys(base), f"{namespace}/{kind} overlay")
+
+
+def _owned_keys(obj: dict[str, Any]) -> dict[tuple[str, str], Any]:
+    """anylaunch's own labels and annotations of ``obj``: {(kind, key): value}."""
+    metadata = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+    owned = {}
+    for kind in ("labels", "annotations"):
+        entries = metadata.get(kind) if isinstance(metadata, dict) else None
+        for key, value in (entries or {}).items() if isinstance(entries, dict) else ():
+            if isinstance(key, str) and key.startswith(OWNED_KEY_PREFIXES):
+                owned[(kind, key)] = value
+    return owned
+
+
+def _check_owned_keys(
+    before: dict[tuple[str, str], Any], after: dict[tuple[str, str], Any], label: str
+) -> None:
+    from anylaunch.specs.overlays import InvalidOverlayError
+
+    for kind, key in sorted(set(before) | set(after)):
+        if before.get((kind, key)) != after.get((kind, key)):
+            what = kind[:-1]
+            raise InvalidOverlayError(
+                f"{label} key",
+                f"metadata.{kind}.{key}",
+                f"anylaunch sets this {what} (selectors and state tracking rely on it) and an "
+                "overlay must not change it",
+                f"remove it from the overlay; add {kind} of your own under other keys",
+            )
 
 
 def apply_pod_overlays(

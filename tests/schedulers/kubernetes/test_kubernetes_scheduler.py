@@ -204,6 +204,45 @@ def test_blocklisted_overlay_fields_are_refused_before_any_api_call() -> None:
         create_scheduler("offline").submit_dryrun(job_level, {})
 
 
+@pytest.mark.parametrize(
+    ("kind", "overlay", "field"),
+    [
+        ("V1Pod", {"metadata": {"labels": {"anylaunch.io/app-id": "x"}}}, "anylaunch.io/app-id"),
+        ("V1Job", {"metadata": {"labels": {"anylaunch.io/role": "x"}}}, "anylaunch.io/role"),
+        (
+            "V1Job",
+            {"metadata": {"annotations": {"anylaunch.io/cancelled": "yes"}}},
+            "anylaunch.io/cancelled",
+        ),
+        (
+            "V1Pod",
+            {"metadata": {"labels": {"app.kubernetes.io/managed-by": "me"}}},
+            "app.kubernetes.io/managed-by",
+        ),
+        (
+            "V1Pod",
+            {
+                "spec": {
+                    JOIN("containers", on="name"): [
+                        {"name": "trainer-1", "resources": {"limits": {"cpu": "64"}}}
+                    ]
+                }
+            },
+            "resources",
+        ),
+    ],
+    ids=["pod-app-id", "job-role", "job-cancelled-mark", "managed-by", "role-resources"],
+)
+def test_overlays_cannot_touch_what_anylaunch_owns(
+    kind: str, overlay: dict[str, Any], field: str
+) -> None:
+    app = kitchen_sink()
+    set_overlay(app.roles[0], "kubernetes", kind, overlay)
+    with pytest.raises(InvalidOverlayError) as raised:
+        create_scheduler("offline").submit_dryrun(app, {})
+    assert field in str(raised.value)
+
+
 def test_overlays_apply_app_level_then_role_level_per_replica() -> None:
     app = kitchen_sink()
     set_overlay(
@@ -352,6 +391,34 @@ def test_an_invalid_overlay_is_rejected_with_the_servers_message_and_nothing_is_
         "Service": 0,
         "Job": 0,
     }
+
+
+def test_an_allowed_overlay_reaches_the_api_server_and_the_app_is_still_tracked(
+    k8s: KubernetesScheduler, kube_client: KubeClient, kube_namespace: str
+) -> None:
+    app = AppDef("ovl", [Role("w", "busybox", entrypoint="true", resource=Resource(1, 0, 128))])
+    set_overlay(
+        app.roles[0],
+        "kubernetes",
+        "V1Pod",
+        {
+            "metadata": {"labels": {"team": "ml"}},
+            "spec": {
+                JOIN("containers", on="name"): [
+                    {"name": "sidecar", "image": "busybox", "command": ["true"]}
+                ]
+            },
+        },
+    )
+    info = k8s.submit_dryrun(app, {"namespace": kube_namespace})
+    app_id = k8s.schedule(info)
+    job = kube_client.get("batch/v1", "Job", kube_namespace, f"{info.request.name}-w-0")
+    assert job is not None
+    template = job["spec"]["template"]
+    assert template["metadata"]["labels"]["team"] == "ml"
+    assert template["metadata"]["labels"]["anylaunch.io/app-id"] == info.request.name
+    assert [c["name"] for c in template["spec"]["containers"]] == ["w", "sidecar"]
+    assert k8s.describe(app_id) is not None  # still found through its own labels
 
 
 def test_an_invalid_volcano_overlay_is_rejected_by_the_crd_schema(
