@@ -8,6 +8,7 @@ import shlex
 from dataclasses import dataclass, field
 
 from anylaunch.schedulers.api import Stream
+from anylaunch.schedulers.shared import heredoc
 from anylaunch.specs.api import AppState
 from anylaunch.specs.errors import AnylaunchError
 from anylaunch.specs.structured_opts import StructuredOpts
@@ -143,9 +144,9 @@ def format_request(request: LsfRequest) -> str:
         lines += [
             "",
             f"# role {job.role}, replica {job.replica_id}",
-            f"bsub {shlex.join(job.options)} <<'{_SCRIPT_END}'",
-            (job.display_script or job.script).rstrip("\n"),
-            _SCRIPT_END,
+            heredoc(
+                f"bsub {shlex.join(job.options)}", job.display_script or job.script, _SCRIPT_END
+            ),
         ]
     return "\n".join(lines) + "\n"
 

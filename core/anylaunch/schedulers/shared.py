@@ -21,6 +21,7 @@ __all__ = [
     "check_image_ref",
     "check_no_nul",
     "check_role_no_nul",
+    "heredoc",
     "is_secret_env_name",
     "mask_env",
     "role_from_record",
@@ -175,3 +176,23 @@ def role_from_record(record: Mapping[str, Any]) -> Role:
     from anylaunch.specs.serialize import role_from_dict
 
     return role_from_dict(record)
+
+
+def heredoc(command: str, content: str, terminator: str = "ANYLAUNCH_EOF") -> str:
+    """``command <<'TERMINATOR'`` + ``content`` + the terminator: a here-document safe to paste
+    whatever ``content`` holds. The terminator is quoted (nothing in the content expands) and
+    made unique: if a line of the content equals it, a numbered one is used.
+
+    >>> print(heredoc("sbatch", "echo hi\\nANYLAUNCH_EOF\\n"))
+    sbatch <<'ANYLAUNCH_EOF_1'
+    echo hi
+    ANYLAUNCH_EOF
+    ANYLAUNCH_EOF_1
+    """
+    lines = set(content.splitlines())
+    chosen, n = terminator, 0
+    while chosen in lines:
+        n += 1
+        chosen = f"{terminator}_{n}"
+    body = content if content.endswith("\n") else content + "\n"
+    return f"{command} <<'{chosen}'\n{body}{chosen}"

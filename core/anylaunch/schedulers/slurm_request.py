@@ -13,6 +13,7 @@ from functools import lru_cache
 
 from anylaunch.schedulers.shared import (
     RANK0_ENV,
+    heredoc,
     is_secret_env_name,
 )
 from anylaunch.schedulers.slurm_query import (
@@ -333,13 +334,21 @@ def _render_script(request: SlurmBatchRequest, mask_secrets: bool) -> str:
     srun: list[str] = []
     for i, group in enumerate(groups):
         lines += _role_function(i, group, mask_secrets)
-        lines.append("")
-        functions = f'"$(declare -f anylaunch_replica anylaunch_lines anylaunch_role_{i}); anylaunch_role_{i}"'
+        # srun's tasks read the role's function from a file in the (shared) log dir: passed
+        # as one `bash -c` argument, large args or env would exceed the kernel's 128 KiB limit
+        # on a single argument ("Argument list too long")
+        role_file = f'"$ANYLAUNCH_LOG_DIR/role-{i}.sh"'
+        lines += [
+            'mkdir -p "$ANYLAUNCH_LOG_DIR"',
+            f"{{ declare -f anylaunch_replica anylaunch_lines anylaunch_role_{i}; "
+            f"echo anylaunch_role_{i}; }} > {role_file}",
+            "",
+        ]
         part = ["srun"] if i == 0 else [":"]
         if het:
             part.append(f"--het-group={i}")
         part += ["--kill-on-bad-exit=1", f"--chdir={_shell_word(group.chdir)}"]
-        part += ["bash", "-c", functions]
+        part += ["bash", role_file]
         srun.append(" ".join(part))
     retries = request.max_retries
     lines += [
@@ -363,7 +372,7 @@ def _render_script(request: SlurmBatchRequest, mask_secrets: bool) -> str:
 
 def format_request(request: SlurmBatchRequest) -> str:
     """The dryrun's readable form: the sbatch command and the script, secrets masked."""
-    return f"$ {shlex.join(request.sbatch_cmd())} <<'EOF'\n{request.materialize(True)}EOF"
+    return heredoc(f"$ {shlex.join(request.sbatch_cmd())}", request.materialize(True))
 
 
 def _image_dir(image: str, workdir: str) -> str:

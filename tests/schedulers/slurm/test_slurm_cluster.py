@@ -178,6 +178,19 @@ def test_hostile_arguments_and_env_reach_the_program_byte_for_byte(
     assert not os.path.exists("/tmp/anylaunch-slurm-pwned")
 
 
+def test_100_kb_arguments_and_env_values_reach_the_program(
+    sched: SlurmScheduler, tmp_path: Path
+) -> None:
+    big_arg = "a'b\"c $(x) " * 8192  # 98 KiB, with quotes that grow when shell-quoted
+    big_env = "v\n;`y` " * 12_800  # 100 KiB
+    role = py_role("w", DUMP, big_arg, "ANYLAUNCH_EOF", env={"T_BIG": big_env})
+    app_id, desc = run_app(sched, AppDef("bigargs", [role]), tmp_path / "job")
+
+    assert desc.state == AppState.SUCCEEDED, desc
+    got = json.loads("".join(logs(sched, app_id, "w", streams=Stream.STDOUT)))
+    assert got == {"argv": [big_arg, "ANYLAUNCH_EOF"], "env": {"T_BIG": big_env}}
+
+
 def test_failure_reports_the_exit_code_and_stops_the_other_replicas(
     sched: SlurmScheduler, tmp_path: Path
 ) -> None:

@@ -145,7 +145,7 @@ def test_secrets_are_masked_in_the_dryrun_but_submitted() -> None:
     assert "hf_secret_value" not in shown
     assert "export HF_TOKEN='***'" in shown
     assert "export LR=0.1" in shown
-    assert shown.startswith("$ sbatch --parsable <<'EOF'\n#!/bin/bash")
+    assert shown.startswith("$ sbatch --parsable <<'ANYLAUNCH_EOF'\n#!/bin/bash")
     assert "export HF_TOKEN=hf_secret_value" in info.request.materialize()
 
 
@@ -303,3 +303,25 @@ def test_shell_words_read_back_byte_for_byte(parts: list[str]) -> None:
     ).stdout
     expected = value.replace(_APP_ID, "4242").replace(_REPLICA_ID, "7")
     assert out == expected.encode("utf-8", "surrogateescape")
+
+
+def test_the_printed_dryrun_is_safe_to_paste_whatever_the_args_hold(tmp_path: Path) -> None:
+    """Pasted into bash (with ``cat`` standing in for sbatch), the printed command feeds
+    exactly the script: an argument that is the here-document's terminator ends nothing."""
+    sched = create_scheduler("test", slurm_version=CURRENT)
+    app = AppDef(
+        "paste",
+        [
+            Role(
+                "w",
+                "",
+                entrypoint="echo",
+                args=["ANYLAUNCH_EOF", "EOF", "$(rm -rf x)"],
+                resource=Resource(cpu=1, gpu=0, memMB=64),
+            )
+        ],
+    )
+    info = sched.submit_dryrun(app, {"job_dir": str(tmp_path)})
+    pasted = repr(info).replace("$ sbatch --parsable", "cat", 1)
+    out = subprocess.run(["bash", "-c", pasted], capture_output=True, text=True, check=True)
+    assert out.stdout == info.request.materialize(True)
