@@ -25,7 +25,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import re
 import struct
 import sys
 from collections.abc import Iterator
@@ -47,10 +46,14 @@ INDEX_SUFFIX = ".idx"
 #: written BEFORE its chunk, so every byte of a log is covered by a record.
 INDEX_RECORD = struct.Struct("<Qd")
 
-_ALPHABET = "abcdefghijklmnopqrstuvwxyz0123456789"
-_APP_ID = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
-_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
-_MAX_NAME = 40
+# app ids are shared with the lsf scheduler, from a light stdlib-only module (the supervisor and
+# fork-server import this one with `python -S -E`)
+from anylaunch.schedulers.app_ids import is_valid_app_id as is_valid_app_id  # noqa: E402
+from anylaunch.schedulers.app_ids import make_app_id as make_app_id  # noqa: E402
+from anylaunch.schedulers.app_ids import sanitize_app_name as sanitize_app_name  # noqa: E402
+
+# app ids are shared with the lsf scheduler (a light, stdlib-only module: the supervisor and
+# fork-server import this one with `python -S -E`)
 
 
 def state_root(explicit: str | os.PathLike[str] | None = None) -> Path:
@@ -71,43 +74,6 @@ def state_root(explicit: str | os.PathLike[str] | None = None) -> Path:
         return Path(env).expanduser().absolute()
     xdg = os.environ.get("XDG_STATE_HOME") or os.path.join("~", ".local", "state")
     return Path(xdg, "anylaunch", "local_cwd").expanduser().absolute()
-
-
-def sanitize_app_name(name: str) -> str:
-    """Turns an app name into the name part of an app id (no ``/``, whitespace or quotes).
-
-    >>> sanitize_app_name("my train/v2 ")
-    'my-train-v2'
-    >>> sanitize_app_name("../..")
-    'app'
-    """
-    cleaned = _UNSAFE.sub("-", name).strip("-.")[:_MAX_NAME].strip("-.")
-    return cleaned or "app"
-
-
-def make_app_id(app_name: str) -> str:
-    """Returns ``{sanitized app name}-{8 random lowercase alphanumerics}``.
-
-    >>> app_id = make_app_id("echo hello")
-    >>> app_id[:11], len(app_id), is_valid_app_id(app_id)
-    ('echo-hello-', 19, True)
-    """
-    # 8 base-36 digits of a random 64-bit number (one system call; the bias is ~1e-7)
-    number = int.from_bytes(os.urandom(8), "big")
-    digits = []
-    for _ in range(8):
-        number, digit = divmod(number, len(_ALPHABET))
-        digits.append(_ALPHABET[digit])
-    return f"{sanitize_app_name(app_name)}-{''.join(digits)}"
-
-
-def is_valid_app_id(app_id: object) -> bool:
-    """True if ``app_id`` could name an app directory (no path separators, no leading dot).
-
-    >>> is_valid_app_id("echo-ab12cd34"), is_valid_app_id("../etc"), is_valid_app_id(".tmp")
-    (True, False, False)
-    """
-    return isinstance(app_id, str) and bool(_APP_ID.match(app_id))
 
 
 def index_path(log_path: str) -> str:

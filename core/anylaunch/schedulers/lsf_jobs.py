@@ -9,7 +9,7 @@ import shlex
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from anylaunch.schedulers import local_state as ls
+from anylaunch.schedulers import app_ids as ls
 from anylaunch.schedulers.lsf_names import (
     _CONTROL,
     _PROJECT,

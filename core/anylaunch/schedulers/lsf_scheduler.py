@@ -37,7 +37,7 @@ import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
-from anylaunch.schedulers import local_state as ls
+from anylaunch.schedulers import app_ids as ls
 from anylaunch.schedulers.api import (
     DescribeAppResponse,
     ListAppResponse,
