@@ -14,7 +14,6 @@ from __future__ import annotations
 import copy
 import logging
 import os
-import re
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
@@ -49,6 +48,7 @@ from anylaunch.specs.api import (
     make_app_handle,
     parse_app_handle,
 )
+from anylaunch.specs.checks import check_session_name
 from anylaunch.specs.errors import (
     AnylaunchError,
     InvalidRunConfigException,
@@ -79,7 +79,6 @@ ENV_ANYLAUNCH_SESSION = "ANYLAUNCH_SESSION"
 #: Injected into every role when a parent run id is given (or set in the launcher's env).
 ENV_ANYLAUNCH_PARENT_RUN_ID = "ANYLAUNCH_PARENT_RUN_ID"
 
-_SESSION_NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
 
 logger: logging.Logger = logging.getLogger(__name__)
 
@@ -167,14 +166,7 @@ class Runner:
         component_defaults: Mapping[str, Mapping[str, str]] | None = None,
         scheduler_params: Mapping[str, object] | None = None,
     ) -> None:
-        if not isinstance(name, str) or not _SESSION_NAME.fullmatch(name):
-            raise InvalidSpecError(
-                "name",
-                name,
-                "a session name must be non-empty letters, digits, '_', '.' or '-' "
-                "(it is part of every app handle)",
-                f"use e.g. {DEFAULT_SESSION_NAME!r} or 'my-team'",
-            )
+        check_session_name("name", name)
         if not isinstance(scheduler_factories, Mapping):
             raise InvalidSpecError(
                 "scheduler_factories",

@@ -574,11 +574,12 @@ class AppDef:
             not isinstance(self.name, str)
             or not self.name.strip()
             or self.name != self.name.strip()
+            or any(ord(c) < 0x20 or ord(c) == 0x7F for c in self.name)
         ):
             raise InvalidSpecError(
                 "AppDef.name",
                 self.name,
-                "must be a non-empty str without leading/trailing whitespace",
+                "must be a non-empty str without leading/trailing whitespace or control characters",
                 "pass a name such as 'train'",
             )
         if not isinstance(self.roles, list):

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 
 from anylaunch.specs.errors import InvalidSpecError
 
-__all__ = ["check_seconds"]
+__all__ = ["check_known_fields", "check_seconds", "check_session_name"]
 
 
 def check_seconds(field_name: str, value: object, *, positive: bool) -> float:
@@ -32,3 +33,55 @@ def check_seconds(field_name: str, value: object, *, positive: bool) -> float:
             field_name, value, f"must be a finite number of seconds {bound}", "pass e.g. 30"
         )
     return float(value)
+
+
+_SESSION_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
+
+
+def check_session_name(field_name: str, value: object) -> str:
+    """Returns ``value`` if it can be a session name (part of every app handle): non-empty
+    letters, digits, ``_``, ``.`` or ``-``.
+
+    >>> check_session_name("session", "my-team")
+    'my-team'
+    >>> check_session_name("session", "a b")
+    Traceback (most recent call last):
+    ...
+    anylaunch.specs.errors.InvalidSpecError: session='a b' is invalid: a session name must be non-empty letters, digits, '_', '.' or '-' (it is part of every app handle). Fix: use e.g. 'anylaunch' or 'my-team'
+    """
+    if not isinstance(value, str) or not value or not set(value) <= _SESSION_NAME_CHARS:
+        from anylaunch.specs.errors import InvalidSpecError
+
+        raise InvalidSpecError(
+            field_name,
+            value,
+            "a session name must be non-empty letters, digits, '_', '.' or '-' "
+            "(it is part of every app handle)",
+            "use e.g. 'anylaunch' or 'my-team'",
+        )
+    return value
+
+
+def check_known_fields(owner: str, data: object, known: Iterable[str]) -> None:
+    """Rejects a key of ``data`` (a config mapping) that is not one of ``known``, with a
+    did-you-mean; its value is never shown (it may be a secret). Engines whose configs allow
+    extra fields would otherwise ignore a misspelt one silently.
+
+    >>> check_known_fields("Job", {"sheduler": "x"}, ["scheduler", "cfg"])
+    Traceback (most recent call last):
+    ...
+    anylaunch.specs.errors.InvalidSpecError: Job.sheduler='<not shown>' is invalid: is not a field of Job. Did you mean 'scheduler'?. Fix: use one of: cfg, scheduler
+    """
+    if not isinstance(data, dict):
+        return
+    from anylaunch.specs.errors import InvalidSpecError, did_you_mean
+
+    names = {k for k in known if not k.startswith("_")}
+    for key in data:
+        if isinstance(key, str) and not key.startswith("_") and key not in names:
+            raise InvalidSpecError(
+                f"{owner}.{key}",
+                "<not shown>",
+                f"is not a field of {owner}.{did_you_mean(key, names)}",
+                f"use one of: {', '.join(sorted(names))}",
+            )

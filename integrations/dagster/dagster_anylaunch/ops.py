@@ -111,6 +111,30 @@ def _check_factory_args(
         )
 
 
+def _check_op_args(name: object, scheduler: object, retry_policy: object) -> None:
+    """What Dagster or the launch would reject later, named as our arguments."""
+    import re
+
+    if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9_]+", name):
+        raise InvalidSpecError(
+            "name", name, "is not a Dagster op name (letters, digits, '_')", "e.g. 'train_model'"
+        )
+    if scheduler is not None:
+        from anylaunch.schedulers import get_scheduler_factories
+        from anylaunch.specs.errors import UnknownSchedulerException
+
+        known = get_scheduler_factories()
+        if not isinstance(scheduler, str) or scheduler not in known:
+            raise UnknownSchedulerException(str(scheduler), known)
+    if retry_policy is not None and not isinstance(retry_policy, dg.RetryPolicy):
+        raise InvalidSpecError(
+            "retry_policy",
+            retry_policy,
+            "must be a dagster.RetryPolicy",
+            "pass dg.RetryPolicy(max_retries=2)",
+        )
+
+
 def launch_for_step(
     context: Context,
     config: AnylaunchOpConfig,
@@ -216,6 +240,7 @@ def build_anylaunch_op(
         retry_policy: Dagster retry policy of the op (a retry reattaches to a running app)
     """
     _check_factory_args(app, component, component_args, cfg, resource_key)
+    _check_op_args(name, scheduler, retry_policy)
     what = app.name if app is not None else component
     fixed_app = app
     fixed_args = list(component_args) if component_args is not None else None

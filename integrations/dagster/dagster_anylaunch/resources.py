@@ -20,11 +20,11 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import dagster as dg
-from pydantic import ConfigDict, Field, field_validator
+from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from anylaunch.runner import Runner, get_runner
 from anylaunch.specs.api import AppDef, AppDryRunInfo, AppHandle, AppStatus, Workspace
-from anylaunch.specs.checks import check_seconds
+from anylaunch.specs.checks import check_known_fields, check_seconds, check_session_name
 from anylaunch.specs.errors import AnylaunchError, InvalidSpecError, UnknownSchedulerException
 from anylaunch.specs.runopts import CfgVal
 from anylaunch.specs.secrets import mask_env
@@ -145,6 +145,19 @@ class AnylaunchResource(dg.ConfigurableResource):  # type: ignore[type-arg]
         "timeout); an app's own failure (non-zero exit, out of memory, run timeout) fails the "
         "step without retries. The category is in the failure's `failure_category` metadata.",
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_unknown_fields(cls, data: Any) -> Any:
+        # a misspelt field (shceduler=...) would otherwise be ignored and the app would run
+        # somewhere else
+        check_known_fields(cls.__name__, data, cls.model_fields)
+        return data
+
+    @field_validator("session_name")
+    @classmethod
+    def _session(cls, value: Any) -> Any:
+        return value if isinstance(value, dg.EnvVar) else check_session_name("session_name", value)
 
     # "before": pydantic turns an EnvVar into a plain str (its name) before "after" validators
     @field_validator("scheduler", mode="before")

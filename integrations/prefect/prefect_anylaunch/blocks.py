@@ -36,19 +36,22 @@ _DEFAULT_SESSION = "anylaunch"
 def _no_unknown_fields(cls: type[Block], data: Any) -> Any:
     """Rejects a misspelt field (``Block`` allows extras, so ``sheduler=...`` would otherwise
     be ignored and the app would run somewhere else), with a did-you-mean."""
-    if isinstance(data, dict):
-        from anylaunch.specs.errors import InvalidSpecError, did_you_mean
+    from anylaunch.specs.checks import check_known_fields
 
-        known = set(cls.model_fields)
-        for key in data:
-            if isinstance(key, str) and not key.startswith("_") and key not in known:
-                raise InvalidSpecError(
-                    f"{cls.__name__}.{key}",
-                    "<not shown>",
-                    f"is not a field of {cls.__name__}.{did_you_mean(key, known)}",
-                    f"use one of: {', '.join(sorted(k for k in known if not k.startswith('_')))}",
-                )
+    check_known_fields(cls.__name__, data, cls.model_fields)
     return data
+
+
+def _check_scheduler(field: str, value: object) -> None:
+    """A known scheduler name (built in, or registered by a plugin)."""
+    from anylaunch.schedulers import get_scheduler_factories
+    from anylaunch.specs.errors import UnknownSchedulerException
+
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidSpecError(field, value, "must be a scheduler name", "e.g. 'local_cwd'")
+    known = get_scheduler_factories()
+    if value not in known:
+        raise UnknownSchedulerException(value, known)
 
 
 class AnylaunchSchedulerSettings(Block):
@@ -93,13 +96,7 @@ class AnylaunchSchedulerSettings(Block):
 
     @model_validator(mode="after")
     def _check(self) -> AnylaunchSchedulerSettings:
-        if not isinstance(self.scheduler, str) or not self.scheduler.strip():
-            raise InvalidSpecError(
-                "AnylaunchSchedulerSettings.scheduler",
-                self.scheduler,
-                "must be a scheduler name",
-                "e.g. 'local_cwd'",
-            )
+        _check_scheduler("AnylaunchSchedulerSettings.scheduler", self.scheduler)
         both = sorted(set(self.cfg) & set(self.secret_cfg.get_secret_value()))
         if both:
             raise InvalidSpecError(
@@ -255,6 +252,8 @@ class AnylaunchJob(JobBlock[dict[str, Any]]):
             raise InvalidSpecError(
                 "AnylaunchJob.component", self.component, "must be a name", "e.g. 'utils.echo'"
             )
+        if self.scheduler is not None:
+            _check_scheduler("AnylaunchJob.scheduler", self.scheduler)
         if self.app is not None:
             appdef_from_data(self.app)  # fail now, not at launch
         # pydantic's gt=0 lets inf and nan through: the watch would refuse them after launch

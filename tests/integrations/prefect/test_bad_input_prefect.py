@@ -1,0 +1,72 @@
+"""Bad input to the Prefect blocks and tasks (part of the bad-input suite, ``tests/bad_input``):
+rejected when the block is built, naming the field, never quoting a secret."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pytest
+
+from tests.bad_input.conftest import SECRET, Case, assert_rejected
+
+
+def _job(**kwargs: Any) -> Any:
+    from prefect_anylaunch import AnylaunchJob
+
+    return AnylaunchJob(**kwargs)
+
+
+def _settings(**kwargs: Any) -> Any:
+    from prefect_anylaunch import AnylaunchSchedulerSettings
+
+    kwargs.setdefault("scheduler", "local_cwd")
+    return AnylaunchSchedulerSettings(**kwargs)
+
+
+def _run_app(**kwargs: Any) -> Any:
+    from prefect_anylaunch import AnylaunchJob, run_app
+
+    return run_app.fn(AnylaunchJob(component="utils.echo"), **kwargs)
+
+
+CASES: list[Case] = [
+    Case("job-misspelt-field", lambda: _job(sheduler=SECRET), "sheduler"),
+    Case("job-misspelt-timeout", lambda: _job(startup_timout_s=5), "startup_timout_s"),
+    Case("job-component-empty", lambda: _job(component=""), "component"),
+    Case("job-component-and-app", lambda: _job(component="utils.echo", app={"name": "a"}), "app"),
+    Case(
+        "job-component_args-int",
+        lambda: _job(component="utils.echo", component_args=5),
+        "component_args",
+    ),
+    Case("job-poll_interval-negative", lambda: _job(poll_interval_s=-1), "poll_interval_s"),
+    Case("job-poll_interval-nan", lambda: _job(poll_interval_s=math.nan), "poll_interval_s"),
+    Case("job-poll_interval-inf", lambda: _job(poll_interval_s=math.inf), "poll_interval_s"),
+    Case("job-startup_timeout-nan", lambda: _job(startup_timeout_s=math.nan), "startup_timeout_s"),
+    Case("job-run_timeout-zero", lambda: _job(run_timeout_s=0), "run_timeout_s"),
+    Case("job-log_stream", lambda: _job(log_stream="both"), "log_stream"),
+    Case("job-log_roles-str", lambda: _job(log_roles="trainer"), "log_roles"),
+    Case("job-stream_logs-str", lambda: _job(stream_logs="sometimes"), "stream_logs"),
+    Case("job-cfg-list", lambda: _job(cfg=["a=b"]), "cfg"),
+    Case("job-app-not-an-appdef", lambda: _job(app={"roles": 5}), "app"),
+    Case("job-scheduler-empty", lambda: _job(scheduler=""), "scheduler"),
+    Case(
+        "job-scheduler-differs-from-settings",
+        lambda: _job(scheduler="slurm", settings=_settings()),
+        "scheduler",
+    ),
+    Case("settings-scheduler-empty", lambda: _settings(scheduler=" "), "scheduler"),
+    Case("settings-misspelt", lambda: _settings(secret_evn={"A": SECRET}), "secret_evn"),
+    Case("settings-cfg-list", lambda: _settings(cfg=[1]), "cfg"),
+    Case("settings-secret_env-int", lambda: _settings(secret_env={"A": 1}), "secret_env"),
+    Case("run_app-wait_retries-negative", lambda: _run_app(wait_retries=-1), "wait_retries"),
+    Case("run_app-wait_retries-bool", lambda: _run_app(wait_retries=True), "wait_retries"),
+    Case("run_app-delay-nan", lambda: _run_app(wait_retry_delay_s=math.nan), "wait_retry_delay_s"),
+    Case("run_app-cancel_wait-inf", lambda: _run_app(cancel_wait_s=math.inf), "cancel_wait_s"),
+]
+
+
+@pytest.mark.parametrize(("call", "field"), [c.param() for c in CASES])
+def test_rejected(call: Any, field: str) -> None:
+    assert_rejected(call, field)
