@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from anylaunch.schedulers import aws_common as aws
+from anylaunch.schedulers.aws_common import masked_repr, masked_request
 from anylaunch.schedulers.shared import RANK0_ENV
 from anylaunch.specs.api import (
     AppDef,
@@ -162,18 +163,8 @@ class BatchJobRequest:
     #: Local image id -> (repository, tag) pushed before the job is submitted.
     images_to_push: dict[str, tuple[str, str]] = field(default_factory=dict)
 
-
-def masked_request(value: Any) -> Any:
-    """A copy of a request with the values of secret-looking environment variables masked."""
-    from anylaunch.schedulers.shared import is_secret_env_name
-
-    if isinstance(value, list):
-        return [masked_request(v) for v in value]
-    if not isinstance(value, dict):
-        return value
-    if set(value) == {"name", "value"} and is_secret_env_name(str(value["name"])):
-        return {"name": value["name"], "value": "***"}
-    return {k: masked_request(v) for k, v in value.items()}
+    def __repr__(self) -> str:
+        return masked_repr(self)
 
 
 def format_request(request: BatchJobRequest) -> str:

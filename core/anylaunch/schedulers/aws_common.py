@@ -446,3 +446,39 @@ def _read_pages(
         if not events or next_token == token:
             return
         token = next_token
+
+
+def masked_request(value: Any) -> Any:
+    """A copy of an AWS request with the values of secret-looking environment variables masked:
+    Batch's ``[{"name": ..., "value": ...}]`` lists and SageMaker's ``Environment`` mapping.
+
+    >>> masked_request({"environment": [{"name": "API_TOKEN", "value": "s3"}],
+    ...                 "Environment": {"DB_PASSWORD": "x", "LR": "0.1"}})
+    {'environment': [{'name': 'API_TOKEN', 'value': '***'}], 'Environment': {'DB_PASSWORD': '***', 'LR': '0.1'}}
+    """
+    from anylaunch.schedulers.shared import is_secret_env_name
+
+    if isinstance(value, list):
+        return [masked_request(v) for v in value]
+    if not isinstance(value, dict):
+        return value
+    if set(value) == {"name", "value"} and is_secret_env_name(str(value["name"])):
+        return {"name": value["name"], "value": "***"}
+    masked = {}
+    for key, sub in value.items():
+        if key == "Environment" and isinstance(sub, dict):
+            masked[key] = {k: "***" if is_secret_env_name(str(k)) else v for k, v in sub.items()}
+        else:
+            masked[key] = masked_request(sub)
+    return masked
+
+
+def masked_repr(request: Any) -> str:
+    """The dataclass repr of a native AWS request, secret env values masked (a request's repr
+    ends up in logs and errors; the request itself keeps the real values)."""
+    from dataclasses import fields
+
+    shown = ", ".join(
+        f"{f.name}={masked_request(getattr(request, f.name))!r}" for f in fields(request)
+    )
+    return f"{type(request).__name__}({shown})"

@@ -32,6 +32,7 @@ from anylaunch.schedulers.api import (
     ListAppResponse,
     LogQuery,
 )
+from anylaunch.schedulers.aws_common import masked_repr, masked_request
 from anylaunch.schedulers.shared import RANK0_ENV
 from anylaunch.specs.api import (
     NONE,
@@ -136,6 +137,9 @@ class SageMakerJobRequest:
     #: Local image id -> (repository, tag) pushed before the job is created.
     images_to_push: dict[str, tuple[str, str]] = field(default_factory=dict)
 
+    def __repr__(self) -> str:
+        return masked_repr(self)
+
 
 def format_request(request: SageMakerJobRequest) -> str:
     """Readable form of a request (YAML), with secret-looking environment values masked.
@@ -151,13 +155,7 @@ def format_request(request: SageMakerJobRequest) -> str:
     """
     import yaml
 
-    from anylaunch.schedulers.shared import is_secret_env_name
-
-    body = dict(request.create_training_job)
-    if "Environment" in body:
-        body["Environment"] = {
-            k: "***" if is_secret_env_name(k) else v for k, v in body["Environment"].items()
-        }
+    body = masked_request(dict(request.create_training_job))
     lines = [f"aws_sagemaker training job {request.job_name}"]
     if request.images_to_push:
         lines.append("push images:")

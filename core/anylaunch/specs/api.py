@@ -434,6 +434,17 @@ class Role:
     workspace: Workspace | None = None
     overrides: dict[str, Any] = field(default_factory=dict)
 
+    def __repr__(self) -> str:
+        # the dataclass repr, with secret env values masked (reprs end up in logs and errors)
+        from dataclasses import fields
+
+        from anylaunch.specs.secrets import mask_env
+
+        shown = {f.name: getattr(self, f.name) for f in fields(self) if f.repr}
+        if isinstance(shown.get("env"), dict):
+            shown["env"] = mask_env(shown["env"])
+        return f"Role({', '.join(f'{k}={v!r}' for k, v in shown.items())})"
+
     def __post_init__(self) -> None:
         self.validate()
 
