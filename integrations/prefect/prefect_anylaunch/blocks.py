@@ -16,7 +16,7 @@ from prefect.blocks.abstract import JobBlock, JobRun
 from prefect.blocks.core import Block
 from prefect.types import SecretDict
 from prefect.utilities.asyncutils import run_sync_in_worker_thread
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, SerializationInfo, field_serializer, field_validator, model_validator
 
 from anylaunch.runner import Runner, get_runner
 from anylaunch.specs.api import AppDef, AppDryRunInfo, AppHandle, AppStatus, parse_app_handle
@@ -230,6 +230,25 @@ class AnylaunchJob(JobBlock[dict[str, Any]]):
         # checked before pydantic sees the data: its errors would quote the (secret) input
         _no_unknown_fields(type(self), data)
         super().__init__(*args, **data)
+
+    @field_serializer("app")
+    def _app_secrets_masked(self, app: Any, info: SerializationInfo) -> Any:
+        """Secret env values of the app are masked wherever the job is serialized (flow-run
+        parameters, results, the UI), as Prefect masks its own secret fields; a block document
+        being saved (``include_secrets``) keeps them."""
+        if info.context and info.context.get("include_secrets") is True:
+            return app
+        if not isinstance(app, dict) or not isinstance(app.get("roles"), list):
+            return app
+        from anylaunch.specs.secrets import mask_env
+
+        roles = [
+            {**role, "env": mask_env(role["env"])}
+            if isinstance(role, dict) and isinstance(role.get("env"), dict)
+            else role
+            for role in app["roles"]
+        ]
+        return {**app, "roles": roles}
 
     @field_validator("app", mode="before")
     @classmethod

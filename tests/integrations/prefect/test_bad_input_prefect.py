@@ -51,6 +51,8 @@ CASES: list[Case] = [
     Case("job-cfg-list", lambda: _job(cfg=["a=b"]), "cfg"),
     Case("job-app-not-an-appdef", lambda: _job(app={"roles": 5}), "app"),
     Case("job-scheduler-empty", lambda: _job(scheduler=""), "scheduler"),
+    Case("job-scheduler-unknown", lambda: _job(scheduler="local_cwdd"), "Did you mean 'local_cwd'"),
+    Case("settings-scheduler-unknown", lambda: _settings(scheduler="slurmm"), "slurmm"),
     Case(
         "job-scheduler-differs-from-settings",
         lambda: _job(scheduler="slurm", settings=_settings()),

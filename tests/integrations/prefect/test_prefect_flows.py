@@ -128,7 +128,6 @@ def test_a_retried_wait_attaches_to_the_same_app(pf) -> None:
 @pytest.mark.parametrize(
     "job_fields, expected",
     [
-        ({"scheduler": "local_cwdd"}, "Did you mean 'local_cwd'"),
         ({"cfg": {"log_dirr": "/tmp"}}, "log_dir"),
         ({"cfg": {"cancel_grace_s": "soon"}}, "cancel_grace_s"),
         ({"component": "utils.ecoh", "app": None}, "Did you mean 'utils.echo'"),
@@ -231,12 +230,14 @@ def test_secrets_never_reach_logs_artifacts_results_or_errors(pf) -> None:
     artifacts = pf.run_artifacts(flow_run_id)
     keys = {a.key for a in artifacts}
     assert {"anylaunch-leaky-request", "anylaunch-leaky-replicas"} <= keys, keys
+    flow_run = pf.read_flow_run(flow_run_id)
     seen = [
         *logs,
         str(error),
         repr(error.status),
         state.message or "",
         *(json.dumps(a.data) for a in artifacts),
+        json.dumps(flow_run.parameters, default=str),  # the job, as the UI shows the run
     ]
     leaks = [text[:300] for text in seen if declared in text or by_name in text]
     assert leaks == []
