@@ -18,6 +18,7 @@ from dagster_anylaunch import (
     build_anylaunch_asset,
     build_anylaunch_op,
 )
+from tests.integrations.flaky_apps import FAILS_ONCE, FIRST_FAILURE_IDS, FIRST_FAILURES
 
 FAST = AnylaunchResource(poll_interval_s=0.2)
 
@@ -437,24 +438,8 @@ def test_every_app_line_is_one_event_and_a_failure_says_why(
     assert all(secret not in str(v.value) for v in data.metadata.values())
 
 
-FAILS_ONCE = """
-import os, signal, sys
-marker = os.environ["AL_TEST_MARKER"]
-first = not os.path.exists(marker)
-open(marker, "a").close()
-if first:
-    {first}
-print("second attempt works", flush=True)
-"""
-
-
 @pytest.mark.parametrize(
-    ("first_attempt", "category", "attempts"),
-    [
-        ("sys.exit(3)", "application", 1),  # the app's own failure: no retry
-        ("os.kill(os.getpid(), signal.SIGKILL)", "infrastructure", 2),  # killed: retried
-    ],
-    ids=["exit-code", "killed"],
+    ("first_attempt", "category", "attempts"), FIRST_FAILURES, ids=FIRST_FAILURE_IDS
 )
 def test_only_infrastructure_failures_use_the_retry_policy(
     instance: dg.DagsterInstance,

@@ -55,6 +55,18 @@ def _stop(proc, sig: int) -> None:
             proc.communicate()
 
 
+def _run_crash_hook_elsewhere(pf, flow_name: str, flow_run_id: Any) -> None:
+    """Runs the flow's crash hook in this process, as a worker does for a crashed flow run."""
+    spec = importlib.util.spec_from_file_location("anylaunch_test_crash_flows", CRASH_FLOWS)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    flow_run = pf.read_flow_run(flow_run_id)
+    from prefect_anylaunch import cancel_launched_apps
+
+    cancel_launched_apps(getattr(module, flow_name), flow_run, flow_run.state)
+
+
 def test_sigterm_during_run_app_cancels_the_app(pf) -> None:
     proc, _, handle = _start(pf, "run_app")
     _stop(proc, signal.SIGTERM)
@@ -78,14 +90,7 @@ def test_the_hook_cancels_the_app_from_another_process(pf) -> None:
     _stop(proc, signal.SIGKILL)
     assert pf.app_status(handle).state == AppState.RUNNING  # nobody cleaned up
 
-    spec = importlib.util.spec_from_file_location("anylaunch_test_crash_flows", CRASH_FLOWS)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    flow_run = pf.read_flow_run(flow_run_id)
-    from prefect_anylaunch import cancel_launched_apps
-
-    cancel_launched_apps(module.launch_and_sleep, flow_run, flow_run.state)
+    _run_crash_hook_elsewhere(pf, "launch_and_sleep", flow_run_id)
 
     pf.wait_for_state(handle, AppState.CANCELLED)
     assert f"cancelling {handle}" in "\n".join(pf.run_logs(flow_run_id))
@@ -111,14 +116,7 @@ def test_a_killed_parent_flow_cancels_the_app_of_its_run_app_subflow(pf) -> None
     _stop(proc, signal.SIGKILL)
     assert pf.app_status(handle).state == AppState.RUNNING  # nobody cleaned up
 
-    spec = importlib.util.spec_from_file_location("anylaunch_test_crash_flows", CRASH_FLOWS)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    parent = pf.read_flow_run(parent_id)
-    from prefect_anylaunch import cancel_launched_apps
-
-    cancel_launched_apps(module.parent_of_run_app, parent, parent.state)
+    _run_crash_hook_elsewhere(pf, "parent_of_run_app", parent_id)
 
     pf.wait_for_state(handle, AppState.CANCELLED)
 

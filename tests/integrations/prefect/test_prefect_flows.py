@@ -18,6 +18,7 @@ from prefect_anylaunch import (
     run_app,
     wait_for_app,
 )
+from tests.integrations.flaky_apps import FAILS_ONCE, FIRST_FAILURE_IDS, FIRST_FAILURES
 
 # long enough to still run when the test looks at it, short enough not to linger if it leaks
 SLEEPER = "import time; print('started', flush=True); time.sleep(60)"
@@ -243,24 +244,8 @@ def test_secrets_never_reach_logs_artifacts_results_or_errors(pf) -> None:
     assert leaks == []
 
 
-FAILS_ONCE = """
-import os, signal, sys
-marker = os.environ["AL_TEST_MARKER"]
-first = not os.path.exists(marker)
-open(marker, "a").close()
-if first:
-    {first}
-print("second attempt works", flush=True)
-"""
-
-
 @pytest.mark.parametrize(
-    ("first_attempt", "category", "launches"),
-    [
-        ("sys.exit(3)", "application", 1),  # the app's own failure: no retry
-        ("os.kill(os.getpid(), signal.SIGKILL)", "infrastructure", 2),  # killed: retried
-    ],
-    ids=["exit-code", "killed"],
+    ("first_attempt", "category", "launches"), FIRST_FAILURES, ids=FIRST_FAILURE_IDS
 )
 def test_retry_infrastructure_failures_retries_only_what_retrying_can_fix(
     pf, tmp_path, first_attempt: str, category: str, launches: int

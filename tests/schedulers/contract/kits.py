@@ -31,6 +31,18 @@ SAGEMAKER_CFG = {
 }
 SAGEMAKER_IMAGE = "123456789012.dkr.ecr.us-east-1.amazonaws.com/trainer:1"
 
+#: Every scheduler, each on its real backend (or, for LSF, a contract-enforcing fake).
+SCHEDULERS = (
+    "local_cwd",
+    "local_docker",
+    "slurm",
+    "lsf",
+    "kubernetes",
+    "kubernetes_mcad",
+    "aws_batch",
+    "aws_sagemaker",
+)
+
 
 @dataclass
 class Kit:

@@ -5,27 +5,15 @@ describe through the states in order, list, log_iter and its argument checks, ca
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from datetime import datetime, timedelta
-from pathlib import Path
 
 import pytest
 
 from anylaunch.schedulers.api import DescribeAppResponse, Stream
 from anylaunch.specs import AppState
 from anylaunch.specs.errors import InvalidSpecError, UnknownAppException
-from tests.schedulers.contract.kits import GREETING, ROLE, Kit, make_kit
+from tests.schedulers.contract.kits import GREETING, ROLE, SCHEDULERS, Kit
 
-SCHEDULERS = (
-    "local_cwd",
-    "local_docker",
-    "slurm",
-    "lsf",
-    "kubernetes",
-    "kubernetes_mcad",
-    "aws_batch",
-    "aws_sagemaker",
-)
 #: A safety net for waits on a loaded machine, never a timing assertion.
 DEADLINE_S = 240.0
 # lifecycle order: a later observation never goes back to an earlier rank
@@ -38,19 +26,6 @@ _RANK = {
     AppState.FAILED: 3,
     AppState.CANCELLED: 3,
 }
-
-
-@pytest.fixture(params=SCHEDULERS)
-def kit(
-    request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> Iterator[Kit]:
-    kit = make_kit(request.param, request, tmp_path, monkeypatch)
-    yield kit
-    session = kit.scheduler.session_name
-    for app in kit.scheduler.list(kit.cfg):
-        if app.app_handle.split("/")[2] == session:
-            kit.scheduler.delete(app.app_id)
-    kit.scheduler.close()
 
 
 def _submit(kit: Kit, script: str) -> str:

@@ -15,8 +15,6 @@ from __future__ import annotations
 import hashlib
 import re
 import time
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -25,8 +23,8 @@ from hypothesis import strategies as st
 
 from anylaunch.specs import AppDef, AppState, Role
 from anylaunch.specs.errors import AnylaunchError
-from tests.schedulers.contract.kits import ROLE, Kit, make_kit
-from tests.schedulers.contract.test_contract import FAILING_KITS, SCHEDULERS, TERMINAL, _watch
+from tests.schedulers.contract.kits import ROLE, SCHEDULERS, Kit
+from tests.schedulers.contract.test_contract import FAILING_KITS, TERMINAL, _watch
 
 BLOCKS = [
     "'",
@@ -68,19 +66,6 @@ _MACRO = re.compile(r"\$(\$|\{?(img_root|app_id|replica_id|rank0_env|base_img_ro
 def _is_plain(value: str) -> bool:
     """No macro syntax: the value must arrive exactly as given."""
     return not _MACRO.search(value)
-
-
-@pytest.fixture(params=SCHEDULERS)
-def kit(
-    request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> Iterator[Kit]:
-    kit = make_kit(request.param, request, tmp_path, monkeypatch)
-    yield kit
-    session = kit.scheduler.session_name
-    for app in kit.scheduler.list(kit.cfg):
-        if app.app_handle.split("/")[2] == session:
-            kit.scheduler.delete(app.app_id)
-    kit.scheduler.close()
 
 
 def _try_dryrun(kit: Kit, app: AppDef) -> Any:
