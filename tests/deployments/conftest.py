@@ -18,7 +18,7 @@ from tests.backends import require_backend
 from tests.deployments import postgres as pg
 from tests.schedulers.slurm.cluster import slurm_cluster
 
-__all__ = ["app_ids", "postgres", "slurm_cluster"]
+__all__ = ["app_ids", "app_state", "live_processes", "postgres", "slurm_cluster"]
 
 collect_ignore = ["dags"]
 
@@ -45,3 +45,22 @@ def app_ids(state_dir: Path, name: str) -> list[str]:
     return sorted(
         p.name for p in state_dir.iterdir() if p.is_dir() and p.name.startswith(f"{name}-")
     )
+
+
+def app_state(state_dir: Path, app_id: str) -> str:
+    """A local_cwd app's state from its state file (SUBMITTED before its supervisor ran)."""
+    import json
+
+    state = state_dir / app_id / "state.json"
+    return str(json.loads(state.read_text())["state"]) if state.exists() else "SUBMITTED"
+
+
+def live_processes(marker: str) -> list[int]:
+    """PIDs whose command line contains ``marker`` (an app's script)."""
+    from tests.deployments.processes import cmdline
+
+    return [
+        int(entry.name)
+        for entry in Path("/proc").iterdir()
+        if entry.name.isdigit() and marker in cmdline(int(entry.name))
+    ]
