@@ -461,6 +461,12 @@ class Runner:
         sched, app_id = self._scheduler_app_id(app_handle)
         return self._to_status(app_handle, sched.describe(app_id))
 
+    def cancel_requested(self, app_handle: AppHandle) -> bool:
+        """True once someone asked to cancel the app (a durable mark on its backend), even
+        while it is still stopping."""
+        sched, app_id = self._scheduler_app_id(app_handle)
+        return sched.cancel_requested(app_id)
+
     def status_many(self, app_handles: Iterable[AppHandle]) -> dict[AppHandle, AppStatus | None]:
         """The statuses of many apps, with one ``describe_many`` call per scheduler (a
         backend that supports it answers for all its apps at once).

@@ -12,12 +12,13 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from anylaunch.runner.watch import Decision, Done, Poll, PollError, WatchPolicy
+from anylaunch.specs.errors import AnylaunchError
 
 if TYPE_CHECKING:
     from anylaunch.runner.api import Runner
     from anylaunch.specs.api import AppStatus
 
-__all__ = ["cancel_and_wait", "drive"]
+__all__ = ["AppBeingCancelledError", "cancel_and_wait", "drive", "status_for_reattach"]
 
 
 def drive(
@@ -102,3 +103,45 @@ def cancel_and_wait(
     )
     decision = drive(runner, app_handle, policy, sleep=sleep, clock=clock)
     return decision.status if isinstance(decision, Done) else policy.last_status
+
+
+class AppBeingCancelledError(AnylaunchError):
+    """A retry found the app of an earlier try being cancelled, and it did not stop in time:
+    the retry adopts neither it nor launches a second copy next to it."""
+
+
+def status_for_reattach(
+    runner: Runner,
+    app_handle: str,
+    timeout_s: float = 300.0,
+    *,
+    sleep: Callable[[float], None] = time.sleep,
+    clock: Callable[[], float] = time.time,
+) -> AppStatus | None:
+    """The status a retry decides on when it finds the app of an earlier try: the one reattach
+    rule of every engine. An app whose cancel was requested (a durable mark on its backend) is
+    never adopted, even while it still runs: this waits up to ``timeout_s`` for its end and
+    returns that terminal status, so the retry launches a fresh app.
+
+    Raises:
+        AppBeingCancelledError: the app is still stopping after ``timeout_s``
+    """
+    status = runner.status(app_handle)
+    if status is None or status.is_terminal() or not runner.cancel_requested(app_handle):
+        return status
+    policy = WatchPolicy(
+        min(1.0, max(timeout_s, 0.1)),
+        run_deadline=clock() + timeout_s,
+        cancel_on_timeout=False,
+        cancel_on_failure=False,
+        max_poll_errors=10_000,
+        handle=app_handle,
+    )
+    decision = drive(runner, app_handle, policy, sleep=sleep, clock=clock)
+    if isinstance(decision, Done):
+        return decision.status
+    raise AppBeingCancelledError(
+        f"app {app_handle} of an earlier try is being cancelled and has not stopped within "
+        f"{timeout_s:g}s; not reattaching to it (nor launching a second copy next to it). "
+        "Fix: check why it does not stop (its cancel grace period), then retry"
+    )

@@ -30,6 +30,7 @@ from anylaunch.specs.runopts import CfgVal, runopts
 from anylaunch.specs.structured_opts import StructuredOpts
 
 __all__ = [
+    "CANCEL_REQUESTED",
     "DescribeAppResponse",
     "ListAppResponse",
     "LogQuery",
@@ -60,6 +61,11 @@ class Stream(str, Enum):
 
     def __str__(self) -> str:
         return self.value
+
+
+#: ``DescribeAppResponse.metadata`` key a backend sets (to ``"true"``) once someone asked to
+#: cancel the app, from a durable mark on the backend, while the app may still be stopping.
+CANCEL_REQUESTED = "cancel_requested"
 
 
 @dataclass
@@ -198,6 +204,14 @@ class Scheduler(abc.ABC, Generic[T]):
         if desc is None or is_terminal(desc.state):
             return
         self._cancel_existing(app_id)
+
+    def cancel_requested(self, app_id: str) -> bool:
+        """True once someone asked to cancel the app, even while it is still stopping: the
+        backend keeps the request as a durable mark any process can read (local_cwd: a file
+        in the app's directory; kubernetes: an annotation). A backend without one says False.
+        """
+        desc = self.describe(app_id)
+        return desc is not None and desc.metadata.get(CANCEL_REQUESTED) == "true"
 
     @abc.abstractmethod
     def _cancel_existing(self, app_id: str) -> None:

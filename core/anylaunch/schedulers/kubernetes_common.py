@@ -42,6 +42,7 @@ from datetime import datetime, timezone
 from typing import Any, ClassVar, TypeVar
 
 from anylaunch.schedulers.api import (
+    CANCEL_REQUESTED,
     DescribeAppResponse,
     ListAppResponse,
     LogQuery,
@@ -386,6 +387,8 @@ class KubernetesSchedulerBase(DockerWorkspaceMixin, Scheduler[Mapping[str, CfgVa
             "mode": view.record["metadata"].get("labels", {}).get(LABEL_MODE, ""),
             "session": str(data.get("session", "")),
         }
+        if ANNOTATION_CANCELLED in annotations:
+            metadata[CANCEL_REQUESTED] = "true"
         return describe_response(
             f"{namespace}:{name}", state, msg, replicas, roles, role_labels, metadata
         )

@@ -31,6 +31,7 @@ from typing import Any
 
 from anylaunch.schedulers import local_state as ls
 from anylaunch.schedulers.api import (
+    CANCEL_REQUESTED,
     DescribeAppResponse,
     ListAppResponse,
     LogQuery,
@@ -509,6 +510,7 @@ class LocalScheduler(Scheduler[Mapping[str, CfgVal]]):
                 "app_dir": str(app_dir),
                 "log_dir": str(state.get("log_dir", request.get("log_dir", ""))),
                 "supervisor_pid": str(supervisor.get("pid", "")),
+                **({CANCEL_REQUESTED: "true"} if (app_dir / ls.CANCEL_FILE).exists() else {}),
             },
             roles_statuses=[RoleStatus(role, reps) for role, reps in by_role.items()],
             roles=[role_from_record(spec) for spec in role_specs],

@@ -516,8 +516,15 @@ class AnylaunchOperator(ResumableJobMixin, BaseOperator):
         return handle
 
     def get_job_status(self, external_id: Any, context: Context) -> str:
+        """The state a retry decides on (the core reattach rule: an app being cancelled is
+        waited for and never adopted, so the retry launches a fresh one)."""
+        from anylaunch.runner.driver import AppBeingCancelledError, status_for_reattach
+
         assert self._runner is not None
-        status = self._runner.status(str(external_id))
+        try:
+            status = status_for_reattach(self._runner, str(external_id))
+        except AppBeingCancelledError as e:
+            raise AnylaunchAppError(str(e), str(external_id)) from None
         return "MISSING" if status is None else status.state.name
 
     def is_job_active(self, status: str) -> bool:

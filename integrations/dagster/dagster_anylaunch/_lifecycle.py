@@ -358,8 +358,12 @@ class AppWatch:
         if previous is None:
             return None
         handle, launch_record = previous
-        try:
-            status = runner.status(handle)
+        from anylaunch.runner.driver import AppBeingCancelledError, status_for_reattach
+
+        try:  # the core reattach rule: an app being cancelled is never adopted
+            status = status_for_reattach(runner, handle)
+        except AppBeingCancelledError as e:  # neither adopt it nor launch a copy beside it
+            raise failure(str(e), handle, None, (), 0.0, self.mask, reason="lost") from None
         except AnylaunchError as e:
             self.context.log.warning(
                 f"cannot check app {handle} of an earlier attempt: {self.mask(str(e))}"

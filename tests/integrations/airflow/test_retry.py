@@ -78,3 +78,16 @@ def test_an_infrastructure_failure_is_retried_with_a_fresh_app(
     assert tis["job"].try_number == 2
     first, second = apps()
     assert (first.state.name, second.state.name) == ("FAILED", "SUCCEEDED")
+
+
+def test_a_retry_never_adopts_an_app_whose_cancel_is_in_flight(
+    airflow: Any, apps: Callable[[], List[Any]], capfd: pytest.CaptureFixture[str]
+) -> None:
+    dagrun = airflow.run(airflow.test_dag("retry_dags.py", "al_retry_after_cancel_in_flight"))
+    capfd.readouterr()
+    tis = airflow.tis(dagrun)
+    assert str(tis["job"].state) == "success"
+    assert tis["job"].try_number == 2
+    first, second = apps()
+    # the retry waited for the cancelled app to stop, then launched a fresh one
+    assert (first.state.name, second.state.name) == ("CANCELLED", "SUCCEEDED")

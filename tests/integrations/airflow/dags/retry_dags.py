@@ -94,3 +94,39 @@ for dag_id, script in (
                 retry_delay=NO_DELAY,
                 retry_only_infrastructure_failures=True,
             )
+
+
+class CancelThenCrashOnFirstTry(AnylaunchOperator):
+    """Its first try asks to cancel its app (a request: the app takes seconds to stop) and dies
+    at once, as a killed or timed-out try whose cancel is still in flight."""
+
+    def poll_until_complete(self, external_id: Any, context: Any) -> None:
+        if context["ti"].try_number == 1:
+            from anylaunch.runner import get_runner
+
+            with get_runner() as runner:
+                runner.cancel(str(external_id))
+            raise RuntimeError(f"simulated kill while cancelling {external_id}")
+        super().poll_until_complete(external_id, context)
+
+
+SLOW_TO_STOP = """
+import signal, sys, time
+def stop(*_):
+    time.sleep(3)
+    sys.exit(143)
+signal.signal(signal.SIGTERM, stop)
+time.sleep(2)
+print("done", flush=True)
+"""
+
+with DAG("al_retry_after_cancel_in_flight", schedule=None, start_date=START, catchup=False):
+    CancelThenCrashOnFirstTry(
+        task_id="job",
+        app=app("slow-stop", SLOW_TO_STOP),
+        scheduler="local_cwd",
+        cfg={"cancel_grace_s": 30},
+        poll_interval=0.5,
+        retries=1,
+        retry_delay=NO_DELAY,
+    )
