@@ -93,6 +93,19 @@ def cancel_and_wait(
     runner.cancel(app_handle)
     if timeout_s <= 0:
         return status
+    ended, last = _wait_for_end(runner, app_handle, timeout_s, sleep, clock)
+    return ended if ended is not None else last
+
+
+def _wait_for_end(
+    runner: Runner,
+    app_handle: str,
+    timeout_s: float,
+    sleep: Callable[[float], None],
+    clock: Callable[[], float],
+) -> tuple[AppStatus | None, AppStatus | None]:
+    """Polls until the app ends or ``timeout_s`` passes, tolerating failed status calls:
+    (its terminal status or None, the last status seen)."""
     policy = WatchPolicy(
         min(1.0, max(timeout_s, 0.1)),
         run_deadline=clock() + timeout_s,
@@ -102,7 +115,7 @@ def cancel_and_wait(
         handle=app_handle,
     )
     decision = drive(runner, app_handle, policy, sleep=sleep, clock=clock)
-    return decision.status if isinstance(decision, Done) else policy.last_status
+    return (decision.status if isinstance(decision, Done) else None), policy.last_status
 
 
 class AppBeingCancelledError(AnylaunchError):
@@ -129,17 +142,9 @@ def status_for_reattach(
     status = runner.status(app_handle)
     if status is None or status.is_terminal() or not runner.cancel_requested(app_handle):
         return status
-    policy = WatchPolicy(
-        min(1.0, max(timeout_s, 0.1)),
-        run_deadline=clock() + timeout_s,
-        cancel_on_timeout=False,
-        cancel_on_failure=False,
-        max_poll_errors=10_000,
-        handle=app_handle,
-    )
-    decision = drive(runner, app_handle, policy, sleep=sleep, clock=clock)
-    if isinstance(decision, Done):
-        return decision.status
+    ended, _ = _wait_for_end(runner, app_handle, timeout_s, sleep, clock)
+    if ended is not None:
+        return ended
     raise AppBeingCancelledError(
         f"app {app_handle} of an earlier try is being cancelled and has not stopped within "
         f"{timeout_s:g}s; not reattaching to it (nor launching a second copy next to it). "
