@@ -26,6 +26,8 @@ class AnylaunchAppLink(BaseOperatorLink):
     name = "anylaunch app"
 
     def get_link(self, operator: BaseOperator, *, ti_key: TaskInstanceKey) -> str:
+        if getattr(operator, "ui_url_pushed", True) is False:
+            return ""  # never scheduled (e.g. bad input): no XCom to read, no error to log
         from airflow.sdk.execution_time.xcom import XCom
 
         url = XCom.get_value(ti_key=ti_key, key=XCOM_UI_URL)

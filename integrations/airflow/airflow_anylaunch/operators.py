@@ -24,15 +24,15 @@ from airflow.sdk import BaseOperator, conf
 
 from airflow_anylaunch._common import (
     DEFAULT_CONN_ID,
-    ON_KILL_ACTIONS,
     XCOM_APP_HANDLE,
     XCOM_UI_URL,
     cancel_app,
     interval,
-    is_template,
     seconds,
     status_dict,
 )
+from airflow_anylaunch._operator_args import as_list, check_operator_args
+from airflow_anylaunch._templating import render_appdef
 from airflow_anylaunch.exceptions import (
     AnylaunchAppError,
     AnylaunchAppFailedNoRetry,
@@ -43,6 +43,7 @@ from airflow_anylaunch.exceptions import (
 from airflow_anylaunch.links import AnylaunchAppLink
 
 if TYPE_CHECKING:
+    import jinja2
     from airflow.sdk import ResumableJobMixin, XComArg
     from airflow.sdk.definitions.context import Context
 
@@ -63,33 +64,6 @@ __all__ = ["AnylaunchOperator"]
 #: States from which a retry reattaches instead of launching again (UNKNOWN: the scheduler
 #: cannot tell, so launching a second copy could duplicate the work).
 _ACTIVE_STATES = frozenset({"UNSUBMITTED", "SUBMITTED", "PENDING", "RUNNING", "UNKNOWN"})
-
-
-def _is_xcom_arg(value: object) -> bool:
-    from airflow.sdk import XComArg
-
-    return isinstance(value, XComArg)
-
-
-def _later(value: object) -> bool:
-    """True if Airflow resolves ``value`` at run time (checks wait until then)."""
-    return is_template(value) or _is_xcom_arg(value)
-
-
-def _as_list(value: Any) -> Any:
-    """A sequence argument as a list; anything else (a bare string too) as it is, for the
-    argument checks to reject."""
-    if value is None or isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
-        return value
-    return list(value)
-
-
-def _is_name(value: object) -> bool:
-    return isinstance(value, str) and bool(value.strip())
-
-
-def _is_replica(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
 def _input_error(e: Exception) -> AnylaunchInputError:
@@ -145,6 +119,7 @@ class AnylaunchOperator(ResumableJobMixin, BaseOperator):
     """
 
     template_fields: Sequence[str] = (
+        "app",
         "component",
         "component_args",
         "app_name",
@@ -212,12 +187,12 @@ class AnylaunchOperator(ResumableJobMixin, BaseOperator):
         self.poll_interval = interval("poll_interval", poll_interval)
         self.startup_timeout = seconds("startup_timeout", startup_timeout)
         self.run_timeout = seconds("run_timeout", run_timeout)
-        self.secret_env_names = _as_list(secret_env_names)
+        self.secret_env_names = as_list(secret_env_names)
         self.on_kill_action = on_kill_action
         self.stream_logs = stream_logs
-        self.log_roles = _as_list(log_roles)
-        self.log_replicas = _as_list(log_replicas)
-        self._check_args(parse_time=True)
+        self.log_roles = as_list(log_roles)
+        self.log_replicas = as_list(log_replicas)
+        check_operator_args(self, parse_time=True)
         # set while a task runs
         self._runner: Runner | None = None
         self._handle: str | None = None
@@ -226,110 +201,51 @@ class AnylaunchOperator(ResumableJobMixin, BaseOperator):
         self._scheduler_cfg: tuple[str, dict[str, Any]] = ("", {})
         self._redact: Redactor | None = None
         self._told_no_env = False
+        #: whether the ``ui_url`` XCom exists for this try (the extra link reads it only then,
+        #: so an input error leaves no "XCom not found" error in the task log)
+        self.ui_url_pushed = False
+
+    # --- templating ------------------------------------------------------------------------
+
+    def render_template(
+        self,
+        content: Any,
+        context: Context,
+        jinja_env: jinja2.Environment | None = None,
+        seen_oids: set[int] | None = None,
+    ) -> Any:
+        """Renders like any operator, and also inside an AppDef (see ``_templating``)."""
+        from anylaunch.specs.api import AppDef
+
+        if isinstance(content, AppDef):
+            render = super().render_template
+            return render_appdef(content, lambda value: render(value, context, jinja_env))
+        return super().render_template(content, context, jinja_env, seen_oids)
+
+    def render_template_fields(
+        self, context: Context, jinja_env: jinja2.Environment | None = None
+    ) -> None:
+        """Renders the template fields; an ``app`` callable is built first, so the AppDef it
+        returns is rendered too."""
+        from anylaunch.specs.api import AppDef
+
+        if self.app is not None and not isinstance(self.app, AppDef) and callable(self.app):
+            built = self.app()
+            if isinstance(built, AppDef):  # anything else is reported by _appdef()
+                self.app = built
+        super().render_template_fields(context, jinja_env)
+        # before Airflow stores the rendered fields: tell its masker the secret values, so
+        # the Rendered Template view masks names declared in secret_env_names too
+        from airflow_anylaunch._compat import mask_secret
+        from anylaunch.specs.secrets import secret_values
+
+        if isinstance(self.app, AppDef):
+            self._redactor_for(self.app)
+        if isinstance(self.env, Mapping) and all(isinstance(v, str) for v in self.env.values()):
+            for value in secret_values(self.env, self.secret_env_names or ()):
+                mask_secret(value)
 
     # --- validation ------------------------------------------------------------------------
-
-    def _check_args(self, parse_time: bool) -> None:
-        """Rejects arguments that cannot work; at parse time, templated values wait."""
-        from anylaunch.specs.api import AppDef
-        from anylaunch.specs.errors import InvalidSpecError
-
-        def skip(value: object) -> bool:
-            return parse_time and _later(value)
-
-        if (self.app is None) == (self.component is None):
-            raise InvalidSpecError(
-                "app/component",
-                {"app": self.app, "component": self.component},
-                "give exactly one of them",
-                "pass app=AppDef(...) (or a function returning one) or component='utils.echo'",
-            )
-        if self.app is not None and not (isinstance(self.app, AppDef) or callable(self.app)):
-            raise InvalidSpecError(
-                "app",
-                type(self.app).__name__,
-                "must be an AppDef or a callable returning one",
-                "pass specs.AppDef(...) or a function that builds it",
-            )
-        component = self.component
-        if (
-            component is not None
-            and not skip(component)
-            and (not isinstance(component, str) or not component.strip())
-        ):
-            raise InvalidSpecError(
-                "component", component, "must be a non-empty str", "e.g. 'utils.echo'"
-            )
-        args = self.component_args
-        if args is not None and not skip(args):
-            if self.component is None:
-                raise InvalidSpecError(
-                    "component_args",
-                    args,
-                    "only applies to a component",
-                    "pass component='...' or drop component_args",
-                )
-            ok_mapping = isinstance(args, Mapping) and all(isinstance(k, str) for k in args)
-            ok_list = isinstance(args, (list, tuple)) and all(isinstance(a, str) for a in args)
-            if not (ok_mapping or ok_list):
-                raise InvalidSpecError(
-                    "component_args",
-                    args,
-                    "must be a {param: value} dict or a list of str (as on the command line)",
-                    "pass e.g. {'msg': 'hi'} or ['--msg', 'hi']",
-                )
-        for name in ("scheduler", "workspace", "session", "app_name", "image", "anylaunch_conn_id"):
-            value = getattr(self, name)
-            if value is None or skip(value):
-                continue
-            if not isinstance(value, str) or (name != "workspace" and not value.strip()):
-                raise InvalidSpecError(name, value, "must be a non-empty str", "or leave it None")
-        if self.scheduler is not None and not skip(self.scheduler):
-            from anylaunch.schedulers import get_scheduler_factories
-            from anylaunch.specs.errors import UnknownSchedulerException
-
-            known = get_scheduler_factories()
-            if self.scheduler not in known:
-                raise UnknownSchedulerException(self.scheduler, known)
-        for name in ("cfg", "env"):
-            value = getattr(self, name)
-            if value is None or skip(value):
-                continue
-            if not isinstance(value, Mapping) or not all(isinstance(k, str) for k in value):
-                raise InvalidSpecError(
-                    name,
-                    value,
-                    "must be a dict with str keys",
-                    f"pass e.g. {name}={{'KEY': 'value'}}",
-                )
-        if isinstance(self.env, Mapping) and not skip(self.env):
-            for key, val in self.env.items():
-                if not isinstance(val, str):
-                    raise InvalidSpecError(
-                        f"env[{key!r}]", val, "must be a str", "quote the value, e.g. '1'"
-                    )
-        if self.on_kill_action not in ON_KILL_ACTIONS:
-            raise InvalidSpecError(
-                "on_kill_action", self.on_kill_action, "is not an action", "use 'cancel' or 'keep'"
-            )
-        for name in (
-            "wait_for_completion",
-            "deferrable",
-            "stream_logs",
-            "retry_only_infrastructure_failures",
-        ):
-            if not isinstance(getattr(self, name), bool):
-                raise InvalidSpecError(
-                    name, getattr(self, name), "must be a bool", "pass True or False"
-                )
-        for name, ok, problem, example in (
-            ("secret_env_names", _is_name, "must be a list of env names", "['DB_URL']"),
-            ("log_roles", _is_name, "must be a list of role names", "['trainer']"),
-            ("log_replicas", _is_replica, "must be a list of replica ids >= 0", "[0]"),
-        ):
-            value = getattr(self, name)
-            if value is not None and not (isinstance(value, list) and all(map(ok, value))):
-                raise InvalidSpecError(name, value, problem, f"e.g. {name}={example}")
 
     # --- building the request --------------------------------------------------------------
 
@@ -380,7 +296,7 @@ class AnylaunchOperator(ResumableJobMixin, BaseOperator):
         )
 
         try:
-            self._check_args(parse_time=False)
+            check_operator_args(self, parse_time=False)
             settings = AnylaunchHook(self.anylaunch_conn_id).get_settings()
             scheduler = self.scheduler or settings.scheduler
             if not scheduler:
@@ -557,6 +473,7 @@ class AnylaunchOperator(ResumableJobMixin, BaseOperator):
             observation = PollError(e)
         ui_url = observation.ui_url if isinstance(observation, AppStatus) else None
         ti.xcom_push(key=XCOM_UI_URL, value=ui_url)
+        self.ui_url_pushed = True
         if ui_url:
             self.log.info("anylaunch app %s UI: %s", handle, ui_url)
         return observation
@@ -721,6 +638,7 @@ class AnylaunchOperator(ResumableJobMixin, BaseOperator):
         """Resumes after the trigger fired: returns the final status or raises its error."""
         event = event or {}
         handle = event.get("app_handle")
+        self.ui_url_pushed = handle is not None  # pushed by the try that deferred
         outcome = event.get("status")
         app_status = event.get("app_status")
         if outcome == "success":

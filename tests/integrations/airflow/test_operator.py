@@ -108,6 +108,40 @@ def test_templated_fields_are_rendered_and_typed(
         assert combined.read_text() == "echo from al_templated_cfg\n"
 
 
+@pytest.mark.parametrize("dag_id", ["al_templated_app", "al_templated_native"])
+def test_jinja_inside_the_appdef_is_rendered(
+    airflow: Any, apps: Callable[[], List[Any]], dag_id: str, capfd: pytest.CaptureFixture[str]
+) -> None:
+    dagrun = airflow.run(airflow.test_dag("operator_dags.py", dag_id))
+    out = capfd.readouterr().out
+    tasks = {"al_templated_app": ["app", "built"], "al_templated_native": ["app"]}[dag_id]
+    assert airflow.states(dagrun) == dict.fromkeys(tasks, "success")
+    launched = apps()
+    assert sorted(app.name for app in launched) == [f"tpl-{dag_id.replace('_', '-')}"] * len(tasks)
+    # a native 42 reaches the process as the text "42", like every other argument
+    assert out.count("args ['hi', '42'] env run-hi") == len(tasks)
+    assert "{{" not in " ".join(app.name for app in launched)
+
+
+def test_the_rendered_template_view_masks_declared_secrets(
+    airflow: Any, apps: Callable[[], List[Any]]
+) -> None:
+    from airflow.models.renderedtifields import RenderedTaskInstanceFields
+    from airflow.utils.session import create_session
+
+    dagrun = airflow.run(airflow.test_dag("operator_dags.py", "al_templated_secret"))
+    assert airflow.states(dagrun) == {"app": "success"}
+    (ti,) = airflow.tis(dagrun).values()
+    with create_session() as session:
+        fields = RenderedTaskInstanceFields.get_templated_fields(ti, session=session)
+    assert fields is not None and "DB_LOGIN" in str(fields["app"])
+    stored = str(fields)
+    # the param renders to the secret; neither its rendered nor its raw form is shown
+    assert "value-Q7" not in stored
+    (app,) = apps()
+    assert app.state.name == "SUCCEEDED"
+
+
 @pytest.mark.parametrize(
     ("dag_id", "end_state"), [("al_kill_sync", "CANCELLED"), ("al_kill_keep", "RUNNING")]
 )
@@ -197,6 +231,8 @@ def test_bad_inputs_fail_at_execute_time_without_retries(
     assert "msgg" in out
     assert "no scheduler given" in out
     assert apps() == []  # nothing was launched
+    # the extra link does not look for a ui_url XCom that no app ever pushed
+    assert "XCom not found" not in out
 
 
 def test_env_var_connection_is_not_needed_when_the_default_is_missing() -> None:

@@ -90,6 +90,50 @@ with DAG("al_templated_cfg", schedule=None, start_date=START, catchup=False):
         poll_interval=0.5,
     )
 
+# Jinja inside the AppDef: name, args and env values are rendered like KPO's arguments/env_vars
+SHOW = "import os, sys; print('args', sys.argv[1:], 'env', os.environ['AL_RUN'], flush=True)"
+
+
+def templated_app() -> specs.AppDef:
+    app = python_app("tpl-{{ dag.dag_id | replace('_', '-') }}", SHOW)
+    app.roles[0].args += ["{{ params.word }}", "{{ 20 + 22 }}"]
+    app.roles[0].env = {"AL_RUN": "run-{{ params.word }}"}
+    return app
+
+
+with DAG("al_templated_app", schedule=None, start_date=START, catchup=False, params={"word": "hi"}):
+    AnylaunchOperator(task_id="app", app=templated_app(), scheduler="local_cwd", poll_interval=0.5)
+    AnylaunchOperator(task_id="built", app=templated_app, scheduler="local_cwd", poll_interval=0.5)
+
+with DAG(
+    "al_templated_native",
+    schedule=None,
+    start_date=START,
+    catchup=False,
+    params={"word": "hi"},
+    render_template_as_native_obj=True,
+):
+    AnylaunchOperator(task_id="app", app=templated_app(), scheduler="local_cwd", poll_interval=0.5)
+
+with DAG(
+    "al_templated_secret",
+    schedule=None,
+    start_date=START,
+    catchup=False,
+    params={"pw": "pw-{{ 'x' }}-value-Q7"},
+):
+    # DB_LOGIN is no built-in secret name: it is secret because the task declares it
+    secret = python_app("tpl-secret", "print('ok', flush=True)")
+    secret.roles[0].env = {"DB_LOGIN": "{{ params.pw }}"}
+    AnylaunchOperator(
+        task_id="app",
+        app=secret,
+        env={"DB_LOGIN": "{{ params.pw }}"},
+        scheduler="local_cwd",
+        secret_env_names=["DB_LOGIN"],
+        poll_interval=0.5,
+    )
+
 # dag.test() runs the task in-process: after on_kill the task is not actually killed, so the
 # kept app must end by itself for the run to finish
 KEPT = "import time; print('working', flush=True); time.sleep(5)"

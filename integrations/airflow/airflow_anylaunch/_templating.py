@@ -1,0 +1,62 @@
+"""Jinja templating inside an AppDef, the way KubernetesPodOperator templates ``arguments``
+and ``env_vars``: the app name and each role's image, entrypoint, args and env values.
+
+The operator's own Jinja environment renders each string, so ``render_template_as_native_obj``
+applies: a native number or boolean becomes its text (a process argument is text); a native
+list, dict or None is an error naming the field, since it cannot be one argument.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from anylaunch.specs.api import AppDef
+
+__all__ = ["render_appdef"]
+
+
+def _text(value: Any, field: str) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (bool, int, float)):
+        return str(value)
+    from anylaunch.specs.errors import InvalidSpecError
+
+    raise InvalidSpecError(
+        field,
+        type(value).__name__,
+        "rendered to a value that is not text",
+        "make the template render a str (e.g. '{{ x | join(\" \") }}' for a list)",
+    )
+
+
+def render_appdef(app: AppDef, render: Callable[[Any], Any]) -> AppDef:
+    """Returns a copy of ``app`` whose templated fields went through ``render``.
+
+    Rendered: the app name and, per role, ``image``, ``entrypoint``, each of ``args`` and each
+    env value (names stay literal, as Airflow renders a dict's values only). The copy is built
+    through the AppDef and Role constructors, so a rendered value that is not a valid name is
+    rejected there.
+
+    >>> from anylaunch.specs.api import AppDef, Role
+    >>> app = AppDef("job", [Role("r", image="img", entrypoint="echo", args=["{x}"], env={"K": "{x}"})])
+    >>> out = render_appdef(app, lambda v: v.replace("{x}", "42") if isinstance(v, str) else v)
+    >>> out.roles[0].args, out.roles[0].env, app.roles[0].args
+    (['42'], {'K': '42'}, ['{x}'])
+    """
+    roles = []
+    for i, role in enumerate(app.roles):
+        where = f"app.roles[{i}]"
+        roles.append(
+            dataclasses.replace(
+                role,
+                image=_text(render(role.image), f"{where}.image"),
+                entrypoint=_text(render(role.entrypoint), f"{where}.entrypoint"),
+                args=[_text(render(a), f"{where}.args[{j}]") for j, a in enumerate(role.args)],
+                env={k: _text(render(v), f"{where}.env[{k!r}]") for k, v in role.env.items()},
+            )
+        )
+    return dataclasses.replace(app, name=_text(render(app.name), "app.name"), roles=roles)
