@@ -12,6 +12,7 @@ EXIT_OK = 0
 EXIT_ERROR = 1  # an error, or ``run --wait`` of an app that did not succeed
 EXIT_USAGE = 2  # argparse's usage errors
 EXIT_UNKNOWN_APP = 3  # ``status`` of an app the scheduler does not know
+EXIT_UNREACHABLE = 4  # the scheduler's backend could not be asked (cluster down, no config)
 EXIT_INTERRUPTED = 130  # Ctrl-C (128 + SIGINT), as shells report it
 
 

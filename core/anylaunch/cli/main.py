@@ -1,7 +1,8 @@
 """The ``anylaunch`` command: parses the subcommand, configures logging, maps errors to exit codes.
 
 Exit codes: 0 success; 1 error (also ``run --wait`` of an app that did not SUCCEED); 2 usage
-error (including a component's bad arguments); 3 ``status`` of an unknown app; 130 Ctrl-C.
+error (including a component's bad arguments); 3 ``status`` of an unknown app; 4 the
+scheduler's backend could not be reached (no cluster configured, controller down); 130 Ctrl-C.
 Expected errors print one line ``anylaunch: error: <message>``; set ``ANYLAUNCH_DEBUG=1`` to
 see the traceback as well.
 """
@@ -18,6 +19,7 @@ import anylaunch
 from anylaunch.cli.cmd_base import (
     EXIT_ERROR,
     EXIT_INTERRUPTED,
+    EXIT_UNREACHABLE,
     EXIT_USAGE,
     SubCommand,
     eprint,
@@ -108,12 +110,17 @@ def _report(error: BaseException) -> None:
 
 def run_main(subcmds: dict[str, SubCommand], argv: Sequence[str]) -> int:
     """Parses ``argv``, runs the chosen subcommand and returns the exit code."""
-    from anylaunch.specs.errors import AnylaunchError
+    from anylaunch.specs.errors import AnylaunchError, BackendUnreachableError
 
     parser = create_parser(subcmds)
     args = parser.parse_args(list(argv))
     # the CLI (never the library) configures logging: anylaunch's messages go to stderr
-    logging.basicConfig(level=args.log_level, format=LOG_FORMAT, datefmt="%H:%M:%S")
+    # --log_level is anylaunch's own; SDKs' INFO chatter (botocore's "Found credentials")
+    # stays out unless DEBUG is asked for
+    level: int = getattr(logging, args.log_level)
+    others = level if level <= logging.DEBUG else max(level, logging.WARNING)
+    logging.basicConfig(level=others, format=LOG_FORMAT, datefmt="%H:%M:%S")
+    logging.getLogger("anylaunch").setLevel(level)
     if "func" not in args:
         parser.print_help(sys.stderr)
         return EXIT_USAGE
@@ -123,6 +130,10 @@ def run_main(subcmds: dict[str, SubCommand], argv: Sequence[str]) -> int:
     except KeyboardInterrupt:
         eprint("anylaunch: interrupted")
         return EXIT_INTERRUPTED
+    except BackendUnreachableError as e:
+        # distinct from "unknown app" (3): nothing is known about the app either way
+        _report(e)
+        return EXIT_UNREACHABLE
     except AnylaunchError as e:
         from anylaunch.specs.builders import ComponentArgsError
 

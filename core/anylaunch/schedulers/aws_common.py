@@ -22,7 +22,12 @@ from typing import Any
 from anylaunch.schedulers.api import Scheduler, Stream, split_lines
 from anylaunch.schedulers.dependencies import require_sdk
 from anylaunch.specs.api import AppDef
-from anylaunch.specs.errors import AnylaunchError, InvalidRunConfigException, InvalidSpecError
+from anylaunch.specs.errors import (
+    AnylaunchError,
+    BackendUnreachableError,
+    InvalidRunConfigException,
+    InvalidSpecError,
+)
 from anylaunch.specs.runopts import CfgVal
 
 __all__ = [
@@ -61,6 +66,35 @@ class AWSRequestError(AnylaunchError):
     """AWS refused a request (the message names the operation and AWS's reason)."""
 
 
+class AWSUnreachableError(AWSRequestError, BackendUnreachableError):
+    """AWS could not be asked: no region or credentials, or no connection to the endpoint."""
+
+
+def unreachable(error: BaseException, scheduler: str) -> AWSUnreachableError | None:
+    """The error to raise when ``error`` means AWS could not be asked at all; None otherwise.
+
+    >>> from botocore.exceptions import NoCredentialsError
+    >>> str(unreachable(NoCredentialsError(), "aws_batch")).split(". Fix")[0]
+    'cannot reach the aws_batch backend: Unable to locate credentials'
+    >>> unreachable(ValueError("x"), "aws_batch") is None
+    True
+    """
+    from botocore.exceptions import (
+        ConnectTimeoutError,
+        EndpointConnectionError,
+        NoCredentialsError,
+        ProxyConnectionError,
+    )
+
+    if isinstance(error, NoCredentialsError):
+        fix = "configure AWS credentials (AWS_PROFILE, AWS_ACCESS_KEY_ID, or an instance role)"
+    elif isinstance(error, (EndpointConnectionError, ConnectTimeoutError, ProxyConnectionError)):
+        fix = "check the network path to AWS and AWS_ENDPOINT_URL (if set)"
+    else:
+        return None
+    return AWSUnreachableError(scheduler, str(error), fix)
+
+
 def make_client(service: str, scheduler: str) -> Any:
     """Creates a boto3 client for ``service`` from the standard credential chain.
 
@@ -77,9 +111,10 @@ def make_client(service: str, scheduler: str) -> Any:
     try:
         return boto3.session.Session().client(service)
     except NoRegionError:
-        raise AWSRequestError(
-            f"the {scheduler} scheduler found no AWS region. Fix: set AWS_DEFAULT_REGION "
-            "(or region in the AWS_PROFILE's ~/.aws/config)"
+        raise AWSUnreachableError(
+            scheduler,
+            "no AWS region is configured",
+            "set AWS_DEFAULT_REGION (or region in the AWS_PROFILE's ~/.aws/config)",
         ) from None
 
 
@@ -108,17 +143,44 @@ class AWSScheduler(Scheduler[Mapping[str, CfgVal]]):
 
     @property
     def client(self) -> Any:
-        """The boto3 client of the jobs' service (created on first use)."""
+        """The boto3 client of the jobs' service (created on first use); a call that cannot
+        reach AWS raises :class:`AWSUnreachableError`."""
         if self._client is None:
             self._client = make_client(self._service, self.backend)
-        return self._client
+        return _Reaching(self._client, self.backend)
 
     @property
     def log_client(self) -> Any:
-        """The boto3 CloudWatch Logs client (created on first use)."""
+        """The boto3 CloudWatch Logs client (created on first use), as :attr:`client`."""
         if self._log_client is None:
             self._log_client = make_client("logs", self.backend)
-        return self._log_client
+        return _Reaching(self._log_client, self.backend)
+
+
+class _Reaching:
+    """A boto3 client whose API calls raise :class:`AWSUnreachableError` when AWS could not be
+    asked at all: the one seam where every AWS call of a scheduler passes."""
+
+    def __init__(self, client: Any, scheduler: str) -> None:
+        self._client = client
+        self._scheduler = scheduler
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._client, name)
+        if name.startswith("_") or not callable(attr):
+            return attr  # meta, exceptions, ...
+        scheduler = self._scheduler
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return attr(*args, **kwargs)
+            except Exception as e:
+                cause = unreachable(e, scheduler)
+                if cause is None:
+                    raise
+                raise cause from e
+
+        return call
 
 
 def is_client_error(error: BaseException, *codes: str) -> bool:

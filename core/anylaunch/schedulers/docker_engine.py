@@ -102,9 +102,10 @@ def connect(docker_host: str | None, shown_as: str) -> Any:
         client.api.ping()
     except Exception as e:  # the SDK raises DockerException, requests' or OSError here
         raise DockerEngineUnavailableError(
-            f"no Docker engine answers at {shown_as} ({e}). Fix: start the engine "
-            "(in this project: bash scripts/provision/10-docker.sh) or set DOCKER_HOST to "
-            "a running one"
+            "local_docker",
+            f"no Docker engine answers at {shown_as} ({e})",
+            "start the engine (in this project: bash scripts/provision/10-docker.sh) or set "
+            "DOCKER_HOST to a running one",
         ) from None
     return client
 

@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 from anylaunch.schedulers.shared import mask_env
 from anylaunch.specs.errors import (
     AnylaunchError,
+    BackendUnreachableError,
 )
 from anylaunch.workspace.docker_workspace import (
     DockerWorkspaceOpts,
@@ -58,7 +59,7 @@ class DockerSchedulerError(AnylaunchError):
     """The local_docker scheduler could not do what was asked (the engine's reason is quoted)."""
 
 
-class DockerEngineUnavailableError(DockerSchedulerError):
+class DockerEngineUnavailableError(DockerSchedulerError, BackendUnreachableError):
     """No Docker engine answers at ``DOCKER_HOST``."""
 
 

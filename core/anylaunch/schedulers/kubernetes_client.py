@@ -12,7 +12,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from anylaunch.specs.errors import AnylaunchError, InvalidSpecError
+from anylaunch.specs.errors import AnylaunchError, BackendUnreachableError, InvalidSpecError
 
 __all__ = [
     "PLURALS",
@@ -20,6 +20,7 @@ __all__ = [
     "KubeClient",
     "KubernetesApiError",
     "KubernetesSchedulerError",
+    "KubernetesUnreachableError",
     "KubernetesValidationError",
     "collection_path",
 ]
@@ -41,6 +42,14 @@ PLURALS: dict[tuple[str, str], str] = {
 
 class KubernetesSchedulerError(AnylaunchError):
     """The Kubernetes schedulers could not do what was asked (no cluster, API error, ...)."""
+
+
+class KubernetesUnreachableError(KubernetesSchedulerError, BackendUnreachableError):
+    """No cluster is configured, or the API server did not answer.
+
+    >>> str(KubernetesUnreachableError("kubernetes", "no cluster is configured", "set KUBECONFIG"))
+    'cannot reach the kubernetes backend: no cluster is configured. Fix: set KUBECONFIG'
+    """
 
 
 class KubernetesApiError(KubernetesSchedulerError):
@@ -116,18 +125,21 @@ class KubeClient:
             return cls(k8s_config.new_client_from_config(config_file=config_file, context=context))
         except (k8s_config.ConfigException, OSError) as e:
             if kubeconfig is not None or context is not None:
-                raise KubernetesSchedulerError(
+                raise KubernetesUnreachableError(
+                    "kubernetes",
                     f"cannot load kubeconfig {kubeconfig or '(default)'} (context "
-                    f"{context or '(current)'}): {e}. Fix: point KUBECONFIG at a valid kubeconfig"
+                    f"{context or '(current)'}): {e}",
+                    "point KUBECONFIG at a valid kubeconfig",
                 ) from e
             first_error = e
         try:
             configuration = k8s_client.Configuration()
             k8s_config.load_incluster_config(client_configuration=configuration)
         except k8s_config.ConfigException:
-            raise KubernetesSchedulerError(
-                f"no Kubernetes cluster is configured ({first_error}). Fix: set KUBECONFIG to "
-                "a kubeconfig file (or run inside a pod with a service account)"
+            raise KubernetesUnreachableError(
+                "kubernetes",
+                f"no Kubernetes cluster is configured ({first_error})",
+                "set KUBECONFIG to a kubeconfig file (or run inside a pod with a service account)",
             ) from None
         return cls(k8s_client.ApiClient(configuration))
 
@@ -179,15 +191,18 @@ class KubeClient:
             )
         except ApiException as e:
             if not e.status:  # no HTTP answer at all (TLS, connection)
-                raise KubernetesSchedulerError(
-                    f"{action}: cannot reach the API server ({e.reason}). Fix: check KUBECONFIG"
+                raise KubernetesUnreachableError(
+                    "kubernetes",
+                    f"{action}: the API server did not answer ({e.reason})",
+                    "check KUBECONFIG",
                 ) from e
             reason, message = _status_message(e.status, e.body)
             raise KubernetesApiError(e.status, reason or str(e.reason), message, action) from e
         except OSError as e:  # urllib3 connection errors are OSErrors
-            raise KubernetesSchedulerError(
-                f"{action}: cannot reach the API server ({e}). Fix: check that the cluster in "
-                "KUBECONFIG is up"
+            raise KubernetesUnreachableError(
+                "kubernetes",
+                f"{action}: the API server did not answer ({e})",
+                "check that the cluster in KUBECONFIG is up",
             ) from e
 
     def request(

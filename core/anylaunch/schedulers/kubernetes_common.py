@@ -399,7 +399,13 @@ class KubernetesSchedulerBase(DockerWorkspaceMixin, Scheduler[Mapping[str, CfgVa
         return self.describe_many([app_id])[app_id]
 
     def describe_many(self, app_ids: Sequence[str]) -> dict[str, DescribeAppResponse | None]:
-        """Describes many apps with three list calls per namespace (label selector ``in``)."""
+        """Describes many apps with three list calls per namespace (label selector ``in``).
+
+        Raises:
+            KubernetesUnreachableError: no cluster is configured or it did not answer, also
+                for an id no app could have (so "unknown" always means the cluster said so).
+        """
+        self.client()
         out: dict[str, DescribeAppResponse | None] = dict.fromkeys(app_ids)
         by_namespace: dict[str, list[str]] = {}
         for app_id in app_ids:

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from anylaunch.schedulers.api import Stream
 from anylaunch.schedulers.shared import heredoc
 from anylaunch.specs.api import AppState
-from anylaunch.specs.errors import AnylaunchError
+from anylaunch.specs.errors import AnylaunchError, BackendUnreachableError
 from anylaunch.specs.structured_opts import StructuredOpts
 
 BACKEND = "lsf"
@@ -59,6 +59,10 @@ DEFAULT_JOBDIR = "~/.anylaunch/lsf"
 
 class LsfSchedulerError(AnylaunchError):
     """An LSF command failed or LSF answered something this scheduler cannot use."""
+
+
+class LsfUnreachableError(LsfSchedulerError, BackendUnreachableError):
+    """LSF could not be asked: its commands are missing or mbatchd did not answer."""
 
 
 class LsfSubmitError(LsfSchedulerError):

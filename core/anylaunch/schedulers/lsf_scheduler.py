@@ -64,6 +64,7 @@ from anylaunch.schedulers.lsf_names import (
     LsfRequest,
     LsfSchedulerError,
     LsfSubmitError,
+    LsfUnreachableError,
     format_request,
     job_description,
     parse_job_description,
@@ -128,9 +129,11 @@ class LsfScheduler(Scheduler[Mapping[str, CfgVal]]):
     def _command(name: str) -> str:
         exe = shutil.which(name)
         if exe is None:
-            raise LsfSchedulerError(
-                f"`{name}` was not found on PATH. Fix: run on an LSF submission host, or "
-                "source LSF's profile.lsf so that bsub, bjobs and bkill are on PATH"
+            raise LsfUnreachableError(
+                "lsf",
+                f"`{name}` was not found on PATH",
+                "run on an LSF submission host, or source LSF's profile.lsf so that bsub, "
+                "bjobs and bkill are on PATH",
             )
         return exe
 
@@ -146,12 +149,16 @@ class LsfScheduler(Scheduler[Mapping[str, CfgVal]]):
                 stdin=None if stdin is not None else subprocess.DEVNULL,
             )
         except subprocess.TimeoutExpired as e:
-            raise LsfSchedulerError(
+            raise LsfUnreachableError(
+                "lsf",
                 f"`{shlex.join(argv[:1] + argv[1:3])} ...` did not answer within "
-                f"{COMMAND_TIMEOUT_S:.0f}s. Fix: check that LSF's mbatchd is reachable (`lsid`)"
+                f"{COMMAND_TIMEOUT_S:.0f}s",
+                "check that LSF's mbatchd is reachable (`lsid`)",
             ) from e
         except OSError as e:
-            raise LsfSchedulerError(f"could not run {argv[0]}: {e}") from e
+            raise LsfUnreachableError(
+                "lsf", f"could not run {argv[0]}: {e}", "check the LSF installation (`lsid`)"
+            ) from e
 
     def _bjobs(self, description_pattern: str) -> list[_Record]:
         """The jobs (finished ones too) whose description matches ``description_pattern``."""

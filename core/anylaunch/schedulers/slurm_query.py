@@ -202,6 +202,11 @@ def parse_squeue_json(text: str) -> list[SlurmJob]:
     ...     '"current_working_directory": "/w", "tasks": 1, "restart_cnt": 0, "user_id": 0}]}')
     >>> jobs[0].leader_id, jobs[0].offset, jobs[0].exit_code, jobs[0].app_state.name
     ('4', 1, 3, 'FAILED')
+    >>> parse_squeue_json('{"errors": [{"description": "Failed while looking for jobs"}], '
+    ...     '"jobs": []}')
+    Traceback (most recent call last):
+    ...
+    anylaunch.schedulers.slurm_query.SlurmCommandError: squeue --json reported: Failed while looking for jobs. Fix: check that slurmctld is up (`scontrol ping`)
     """
     import json
 
@@ -212,6 +217,18 @@ def parse_squeue_json(text: str) -> list[SlurmJob]:
             f"squeue --json printed something that is not JSON ({e}): {text[:200]!r}. Fix: "
             "check the Slurm installation (the openapi/data_parser plugins)"
         ) from None
+    errors = data.get("errors") if isinstance(data, dict) else None
+    if errors:
+        # e.g. no controller answers: squeue exits 0 with an empty job list and this
+        # ("Failed while looking for jobs"); an empty list must not read as "no such job"
+        said = "; ".join(
+            str(e.get("description") or e.get("error") or e) if isinstance(e, dict) else str(e)
+            for e in errors
+        )
+        raise SlurmCommandError(
+            f"squeue --json reported: {said[:500]}. Fix: check that slurmctld is up "
+            "(`scontrol ping`)"
+        )
     jobs: list[SlurmJob] = []
     for job in data.get("jobs") or []:
         job_id = _num(job.get("job_id"))

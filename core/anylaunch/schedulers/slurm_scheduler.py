@@ -81,6 +81,7 @@ from anylaunch.specs.api import (
     make_app_handle,
 )
 from anylaunch.specs.errors import (
+    BackendUnreachableError,
     InvalidRunConfigException,
     InvalidSpecError,
 )
@@ -326,23 +327,24 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler[Mapping[str, CfgVal]]):
     def describe_many(self, app_ids: Sequence[str]) -> dict[str, DescribeAppResponse | None]:
         """Describes many apps with one controller query (plus one sacct for old jobs).
 
-        If the controller cannot be reached, every app is UNKNOWN (with the error as msg).
+        Raises:
+            BackendUnreachableError: the controller could not be asked (its error quoted).
         """
         ids = [str(a) for a in app_ids]
         try:
             records = self.query.jobs(ids, self._submitted)
         except SlurmCommandError as e:
-            return {
-                app_id: DescribeAppResponse(app_id=app_id, state=AppState.UNKNOWN, msg=str(e))
-                for app_id in ids
-            }
+            raise _unreachable(e) from e
         return {
             app_id: _describe(app_id, jobs) if jobs else None for app_id, jobs in records.items()
         }
 
     def list(self, cfg: Mapping[str, CfgVal] | None = None) -> list[ListAppResponse]:
         """This user's jobs that the controller knows (``cfg`` is ignored)."""
-        snapshot = self.query.snapshot()
+        try:
+            snapshot = self.query.snapshot()
+        except SlurmCommandError as e:
+            raise _unreachable(e) from e
         uid = os.getuid()
         found = []
         for app_id, jobs in snapshot.items():
@@ -366,8 +368,14 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler[Mapping[str, CfgVal]]):
 
     # --- logs -----------------------------------------------------------------------------
 
+    def _records(self, app_id: str) -> Sequence[SlurmJob] | None:
+        try:
+            return self.query.jobs([app_id], self._submitted).get(app_id)
+        except SlurmCommandError as e:
+            raise _unreachable(e) from e
+
     def _log_replicas(self, app_id: str) -> dict[str, dict[int, Any] | None] | None:
-        jobs = self.query.jobs([str(app_id)], self._submitted).get(str(app_id))
+        jobs = self._records(str(app_id))
         if not jobs:
             return None
         workdir = jobs[0].workdir or self._workdirs.get(str(app_id), "")
@@ -383,7 +391,7 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler[Mapping[str, CfgVal]]):
     ) -> Iterable[str]:
         """Lines of one replica's log file: combined (default), stdout or stderr. With
         ``should_tail`` it follows the log until the app ended and the log is drained."""
-        jobs = self.query.jobs([str(app_id)], self._submitted).get(str(app_id)) or []
+        jobs = self._records(str(app_id)) or []
         workdir = replica or (jobs[0].workdir if jobs else "") or self._workdirs.get(str(app_id))
         if not workdir:
             raise SlurmCommandError(
@@ -436,6 +444,18 @@ def _exit_text(job: SlurmJob) -> str:
     if job.exit_code:
         return f"exit code {job.exit_code}"
     return ""
+
+
+def _unreachable(error: SlurmCommandError) -> BackendUnreachableError:
+    """The controller could not be asked: the command's own words, and how to check."""
+    problem, _, fix = str(error).partition(". Fix: ")
+    return BackendUnreachableError(
+        "slurm",
+        problem,
+        fix
+        or "check that slurmctld is up (`scontrol ping`) and that SLURM_CONF points at "
+        "the cluster's slurm.conf",
+    )
 
 
 def _describe(app_id: str, jobs: Sequence[SlurmJob]) -> DescribeAppResponse:

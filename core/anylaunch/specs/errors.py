@@ -91,3 +91,24 @@ class UnknownSchedulerException(AnylaunchError, ValueError):
 
 class SchedulerUnavailableError(AnylaunchError):
     """A registered scheduler could not be loaded (not built yet, or its plugin is broken)."""
+
+
+class BackendUnreachableError(AnylaunchError, ConnectionError):
+    """The scheduler's backend could not be asked (no cluster configured, controller down,
+    daemon not running, endpoint unreachable): nothing is known about the app either way.
+
+    Distinct from :class:`UnknownAppException`, where the backend answered that it has no such
+    app. A watcher treats it as a poll error (retried), never as the app's end.
+
+    >>> err = BackendUnreachableError("slurm", "slurmctld did not answer", "run `scontrol ping`")
+    >>> str(err)
+    'cannot reach the slurm backend: slurmctld did not answer. Fix: run `scontrol ping`'
+    >>> isinstance(err, ConnectionError), err.scheduler
+    (True, 'slurm')
+    """
+
+    def __init__(self, scheduler: str, problem: str, fix: str) -> None:
+        self.scheduler = scheduler
+        self.problem = problem
+        self.fix = fix
+        super().__init__(f"cannot reach the {scheduler} backend: {problem}. Fix: {fix}")
