@@ -193,14 +193,15 @@ def status() -> AppStatus:
 
 def test_status_round_trips_through_json_and_yaml() -> None:
     s = status()
-    assert AppStatus.from_dict(json.loads(s.to_json())) == s
+    assert AppStatus.from_dict(json.loads(json.dumps(s.to_dict()))) == s
     assert AppStatus.from_dict(yaml.safe_load(s.to_yaml())["AppStatus"]) == s
 
 
 def test_raise_for_status_carries_the_status() -> None:
     with pytest.raises(AppStatusError) as e:
         status().raise_for_status()
-    assert e.value.app_status.state is AppState.FAILED
+    assert e.value.status.state is AppState.FAILED
+    assert e.value.app_status is e.value.status
     assert "trainer/1 exited 3" in str(e.value)
     AppStatus(AppState.SUCCEEDED).raise_for_status()
 
@@ -209,8 +210,8 @@ def test_format_filters_roles() -> None:
     s = status()
     s.roles.append(RoleStatus("ps", [ReplicaStatus(0, AppState.RUNNING, "ps", "h")]))
     text = s.format(filter_roles=["ps"])
-    assert "ps:" in text and "trainer:" not in text
-    assert "1: FAILED on localhost (exit 3)" in s.format()
+    assert " *ps[0]:RUNNING" in text and "trainer[" not in text
+    assert "  trainer[1]:FAILED (exitcode: <N/A>)" in s.format()
 
 
 # --- mounts --------------------------------------------------------------------------------

@@ -1,19 +1,19 @@
-"""States and statuses of apps, roles and replicas."""
+"""States and statuses of apps, roles and replicas.
+
+How a status reads (``format()``, ``repr()``) lives in :mod:`anylaunch.specs.status_format`.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from enum import IntEnum
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from anylaunch.specs.errors import (
     AnylaunchError,
     InvalidSpecError,
 )
-
-if TYPE_CHECKING:
-    pass
 from anylaunch.specs.markers import NONE
 
 # ---------------------------------------------------------------------------------------------
@@ -80,13 +80,31 @@ def _state_from(value: object, field: str = "state") -> AppState:
 
 @dataclass
 class ReplicaStatus:
-    """The status of one replica of a role."""
+    """The status of one replica of a role.
+
+    Args:
+        id: the replica's index in its role (its node rank, not a worker rank)
+        state: its state
+        role: the name of its role
+        hostname: the host it runs on
+        structured_error_msg: its reply file when it failed (see
+            :func:`~anylaunch.specs.status_format.parse_error_reply`), else ``<NONE>``
+        hostaddr: the DNS name or IP of its container; defaults to ``hostname``
+
+    >>> ReplicaStatus(0, AppState.RUNNING, "trainer", "node-0").hostaddr
+    'node-0'
+    """
 
     id: int
     state: AppState
     role: str
     hostname: str
     structured_error_msg: str = NONE
+    hostaddr: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.hostaddr is None:
+            self.hostaddr = self.hostname
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-friendly form (the state by name)."""
@@ -104,6 +122,16 @@ class RoleStatus:
         """JSON-friendly form."""
         return {"role": self.role, "replicas": [r.to_dict() for r in self.replicas]}
 
+    def to_json(self) -> dict[str, Any]:
+        """TorchX's form: each replica's fields as they are (its state an :class:`AppState`,
+        which ``json.dumps`` writes as its value).
+
+        >>> RoleStatus("w", [ReplicaStatus(0, AppState.FAILED, "w", "h")]).to_json()
+        {'role': 'w', 'replicas': [{'id': 0, 'state': <AppState.FAILED: 5>, 'role': 'w',
+          'hostname': 'h', 'structured_error_msg': '<NONE>', 'hostaddr': 'h'}]}
+        """
+        return {"role": self.role, "replicas": [asdict(r) for r in self.replicas]}
+
 
 @dataclass
 class AppStatus:
@@ -117,7 +145,9 @@ class AppStatus:
     >>> status.raise_for_status()
     Traceback (most recent call last):
     ...
-    anylaunch.specs.status.AppStatusError: app ended FAILED: replica trainer/0 exited 1
+    anylaunch.specs.status.AppStatusError: job did not succeed: AppStatus:
+      msg: replica trainer/0 exited 1
+    ...
     """
 
     state: AppState
@@ -132,9 +162,28 @@ class AppStatus:
         return is_terminal(self.state)
 
     def raise_for_status(self) -> None:
-        """Raises :class:`AppStatusError` if the state is not SUCCEEDED."""
+        """Raises :class:`AppStatusError` if the state is not SUCCEEDED; its message is
+        ``job did not succeed:`` followed by this status's ``repr()``."""
         if self.state != AppState.SUCCEEDED:
-            raise AppStatusError(self)
+            raise AppStatusError(self, f"job did not succeed: {self!r}")
+
+    def __repr__(self) -> str:
+        """The status as TorchX shows it: a YAML block under ``AppStatus`` (keys sorted,
+        states as ``NAME (value)``, the app's structured error parsed when it is JSON).
+
+        >>> print(repr(AppStatus(AppState.RUNNING, ui_url="http://ui/app")))
+        AppStatus:
+          msg: ''
+          num_restarts: 0
+          roles: []
+          state: RUNNING (3)
+          structured_error_msg: <NONE>
+          ui_url: http://ui/app
+        <BLANKLINE>
+        """
+        from anylaunch.specs.status_format import status_yaml
+
+        return status_yaml(self)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-friendly form (states by name), e.g. for XCom or a task result."""
@@ -196,6 +245,7 @@ class AppStatus:
                             role=rep["role"],
                             hostname=rep.get("hostname", ""),
                             structured_error_msg=rep.get("structured_error_msg", NONE),
+                            hostaddr=rep.get("hostaddr"),
                         )
                         for rep in r.get("replicas", [])
                     ],
@@ -204,59 +254,92 @@ class AppStatus:
             ],
         )
 
-    def to_json(self) -> str:
-        """The status as a JSON document."""
-        import json
+    def to_json(self, filter_roles: Iterable[str] | None = None) -> dict[str, Any]:
+        """TorchX's JSON-friendly form, optionally only for the roles in ``filter_roles``:
+        ``state`` by name, ``url`` for the UI link and each replica's fields as they are
+        (its state an :class:`AppState`, which ``json.dumps`` writes as its value). For a
+        form that :meth:`from_dict` reads back, use :meth:`to_dict`.
 
-        return json.dumps(self.to_dict(), indent=2)
+        >>> status = AppStatus(AppState.FAILED, roles=[RoleStatus("w"), RoleStatus("ps")])
+        >>> status.to_json(filter_roles=["ps"])
+        {'state': 'FAILED', 'num_restarts': 0, 'roles': [{'role': 'ps', 'replicas': []}],
+         'msg': '', 'structured_error_msg': '<NONE>', 'url': None}
+        """
+        from anylaunch.specs.status_format import select_roles, state_name
+
+        return {
+            "state": state_name(self.state),
+            "num_restarts": self.num_restarts,
+            "roles": [r.to_json() for r in select_roles(self.roles, filter_roles)],
+            "msg": self.msg,
+            "structured_error_msg": self.structured_error_msg,
+            "url": self.ui_url,
+        }
 
     def to_yaml(self) -> str:
-        """The status as a YAML document."""
+        """The status as a YAML document (the :meth:`to_dict` form)."""
         import yaml
 
         return str(yaml.safe_dump({"AppStatus": self.to_dict()}, sort_keys=False))
 
-    def format(self, filter_roles: list[str] | None = None) -> str:
-        """Human-readable status, optionally only for the roles in ``filter_roles``.
+    def format(
+        self,
+        filter_roles: Iterable[str] | None = None,
+        *,
+        redact: Callable[[str], str] | None = None,
+    ) -> str:
+        """Human-readable status, optionally only for the roles in ``filter_roles``: one line
+        per replica (replica 0 of each role starred), and for a replica with a reply file its
+        exit code, time, host and error message (``<N/A>`` for what it lacks; the message
+        broken at the first space after 80 characters).
 
-        >>> print(AppStatus(AppState.RUNNING, roles=[RoleStatus("trainer", [
-        ...     ReplicaStatus(0, AppState.RUNNING, "trainer", "localhost")])]).format())
+        Args:
+            filter_roles: the roles to show (all when None or empty)
+            redact: masks secrets in the messages before they are laid out, e.g. a
+                :class:`~anylaunch.specs.secrets.Redactor`
+
+        >>> print(AppStatus(AppState.FAILED, roles=[RoleStatus("trainer", [
+        ...     ReplicaStatus(0, AppState.FAILED, "trainer", "node-0", '{"message": "boom"}'),
+        ...     ReplicaStatus(1, AppState.RUNNING, "trainer", "node-1")])]).format())
         AppStatus:
-          State: RUNNING
-          Num Restarts: 0
-          Roles:
-            trainer:
-              0: RUNNING on localhost
-          Msg:
-          Structured Error Msg: <NONE>
-          UI URL: None
+            State: FAILED
+            Num Restarts: 0
+            Roles:
+         *trainer[0]:FAILED (exitcode: <N/A>)
+                timestamp: <N/A>
+                hostname: node-0
+                error_msg: boom
+          trainer[1]:RUNNING
+            Msg:
+            Structured Error Msg: <NONE>
+            UI URL: None
         """
-        lines = [
-            "AppStatus:",
-            f"  State: {self.state.name}",
-            f"  Num Restarts: {self.num_restarts}",
-            "  Roles:",
-        ]
-        for role_status in self.roles:
-            if filter_roles and role_status.role not in filter_roles:
-                continue
-            lines.append(f"    {role_status.role}:")
-            for rep in role_status.replicas:
-                where = f" on {rep.hostname}" if rep.hostname else ""
-                err = "" if rep.structured_error_msg == NONE else f" ({rep.structured_error_msg})"
-                lines.append(f"      {rep.id}: {rep.state.name}{where}{err}")
-        lines += [
-            f"  Msg: {self.msg}".rstrip(),
-            f"  Structured Error Msg: {self.structured_error_msg}",
-            f"  UI URL: {self.ui_url}",
-        ]
-        return "\n".join(lines)
+        from anylaunch.specs.status_format import format_status
+
+        return format_status(self, filter_roles, redact)
 
 
 class AppStatusError(AnylaunchError):
-    """Raised by :meth:`AppStatus.raise_for_status` when an app did not succeed."""
+    """Raised by :meth:`AppStatus.raise_for_status` when an app did not succeed.
 
-    def __init__(self, app_status: AppStatus, *args: object) -> None:
-        self.app_status = app_status
-        detail = f": {app_status.msg}" if app_status.msg else ""
-        super().__init__(f"app ended {app_status.state.name}{detail}", *args)
+    Args:
+        status: the status of the app (also the attribute ``status``)
+        args: the exception's arguments (default: ``job did not succeed:`` and the status)
+
+    >>> err = AppStatusError(AppStatus(AppState.CANCELLED))
+    >>> err.status.state, str(err).splitlines()[0]
+    (<AppState.CANCELLED: 6>, 'job did not succeed: AppStatus:')
+    """
+
+    def __init__(self, status: AppStatus, *args: object) -> None:
+        super().__init__(*(args or (f"job did not succeed: {status!r}",)))
+        self.status = status
+
+    @property
+    def app_status(self) -> AppStatus:
+        """The same as :attr:`status` (the name anylaunch used first)."""
+        return self.status
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # pickles (e.g. across a process pool or an engine's result store) keep the status
+        return (type(self), (self.status, *self.args))
