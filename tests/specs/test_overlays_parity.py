@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from anylaunch.schedulers.kubernetes_scheduler import create_scheduler
 from anylaunch.specs import AppDef, Role
@@ -250,6 +252,24 @@ def test_structural_type_mismatch_is_a_type_error_naming_the_path(current: Any, 
     assert "spec.field" in str(raised.value) and "PUT('field')" in str(raised.value)
 
 
+def test_type_error_fix_names_a_field_with_dots_whole() -> None:
+    base = {"metadata": {"labels": {"example.com/team": {"a": 1}}}}
+    with pytest.raises(TypeError) as raised:
+        apply_overlay(base, {"metadata": {"labels": {"example.com/team": "ml"}}})
+    assert "PUT('example.com/team')" in str(raised.value)
+    role = _role()
+    set_overlay(role, "k", "Pod", {"labels": {"example.com/team": ["a"]}})
+    with pytest.raises(TypeError) as raised:
+        set_overlay(role, "k", "Pod", {"labels": {"example.com/team": "ml"}})
+    assert "PUT('example.com/team')" in str(raised.value)
+
+
+def test_stored_del_value_is_none() -> None:
+    role = _role()
+    set_overlay(role, "k", "Pod", {DEL("a"): {"ignored": [1]}})
+    assert get_overlay(role, "k", "Pod") == {DEL("a"): None}
+
+
 def test_type_error_messages_do_not_show_values() -> None:
     with pytest.raises(TypeError) as raised:
         apply_overlay({"token": {"a": 1}}, {"token": "s3cr3t-value"})
@@ -386,3 +406,49 @@ def test_kubernetes_dryrun_reports_a_type_mismatch_as_type_error() -> None:
     set_overlay(app.roles[0], "kubernetes", "V1Pod", {"spec": {"containers": {"name": "x"}}})
     with pytest.raises(TypeError, match=r"spec\.containers"):
         create_scheduler("offline").submit_dryrun(app, {})
+
+
+# --- accumulation law with operators ---------------------------------------------------------
+
+_names = st.sampled_from(["a", "b"])
+_scalars = st.none() | st.integers(0, 3) | st.sampled_from(["x", "y"])
+_values = st.recursive(
+    _scalars,
+    lambda inner: st.lists(inner, max_size=2) | st.dictionaries(_names, inner, max_size=2),
+    max_leaves=6,
+)
+
+
+def _overlays(depth: int = 1) -> st.SearchStrategy[dict[str, Any]]:
+    """PUT/DEL/plain keys on a and b; JOIN on name only for j (so j always holds a JOIN)."""
+    value = _values if depth == 0 else (_values | _overlays(depth - 1))
+    item = st.builds(
+        lambda name, rest: {**rest, "name": name},
+        st.sampled_from(["p", "q"]),
+        st.dictionaries(_names, _values, max_size=2) if depth == 0 else _overlays(depth - 1),
+    )
+    entry = st.one_of(
+        st.tuples(_names, value),
+        st.tuples(_names.map(PUT), value),
+        st.tuples(_names.map(DEL), st.none()),
+        st.tuples(st.just(JOIN("j", on="name")), st.lists(item, max_size=3)),
+    )
+    return st.lists(entry, max_size=3).map(dict)
+
+
+@given(st.dictionaries(_names, _values, max_size=2), _overlays(), _overlays(), _overlays())
+def test_law_accumulating_operators_and_joins_equals_applying_one_after_the_other(
+    base: dict[str, Any], first: Any, second: Any, third: Any
+) -> None:
+    sequential: Any = copy.deepcopy(base)
+    try:
+        for overlay in (first, second, third):
+            apply_overlay(sequential, overlay)
+    except TypeError:
+        return  # the law is about overlays that apply
+    role = _role()
+    for overlay in (first, second, third):
+        set_overlay(role, "k", "Pod", overlay)
+    accumulated = copy.deepcopy(base)
+    apply_overlay(accumulated, get_overlay(role, "k", "Pod"))
+    assert accumulated == sequential

@@ -91,22 +91,23 @@ def _check_value(value: object, name: str, path: str) -> None:
             _check_value(item, name, f"{path}[{i}]")
 
 
-def _mismatch(path: str, current: object, value: object, fix: str = "") -> OverlayTypeError:
+def _mismatch(
+    path: str, field: str, current: object, value: object, fix: str = ""
+) -> OverlayTypeError:
     return OverlayTypeError(
         "overlay key",
         path,
         f"type mismatch: the overlay's {_type(value)} meets a {_type(current)}; dicts merge "
         "only into dicts and lists append only to lists",
-        fix or f"use PUT({path.rsplit('.', 1)[-1]!r}) as the key to replace the value",
+        fix or f"use PUT({field!r}) as the key to replace the value",
     )
 
 
-def _join_target_error(path: str, on: str, current: object) -> OverlayTypeError:
+def _join_target_error(path: str, field: str, on: str, current: object) -> OverlayTypeError:
     if isinstance(current, list):
         problem = "JOIN requires a list of dicts, but the value it merges into holds non-dict items"
     else:
         problem = f"JOIN requires the value it merges into to be a list, got {_type(current)}"
-    field = path.rsplit(".", 1)[-1]
     return OverlayTypeError(
         f"overlay key JOIN({field!r}, on={on!r})",
         path,
@@ -233,7 +234,7 @@ def _merge_into(base: dict[str, Any], field: str, value: Any, path: str) -> None
         current = base[field] = list(current)
     if isinstance(value, tuple):  # legacy PUT: replaces a list
         if isinstance(current, dict):
-            raise _mismatch(path, current, value)
+            raise _mismatch(path, field, current, value)
         base[field] = _resolved(value)
     elif current is _MISSING or current is None or value is None:
         base[field] = _resolved(value)
@@ -242,7 +243,7 @@ def _merge_into(base: dict[str, Any], field: str, value: Any, path: str) -> None
     elif isinstance(current, list) and isinstance(value, list):
         current.extend(_resolved(v) for v in value)
     elif isinstance(current, (dict, list)) or isinstance(value, (dict, list)):
-        raise _mismatch(path, current, value)
+        raise _mismatch(path, field, current, value)
     else:  # primitives overwrite (an int may replace a str: enums serialize either way)
         base[field] = _resolved(value)
 
@@ -264,7 +265,7 @@ def _join_into(
     if isinstance(current, tuple):
         current = base[field] = list(current)
     if not isinstance(current, list) or not all(isinstance(v, dict) for v in current):
-        raise _join_target_error(path, on, current)
+        raise _join_target_error(path, field, on, current)
     for item in items:
         match = _match(current, item, on)
         if match is None:
@@ -302,8 +303,10 @@ def _accumulate_into(stored: dict[str, Any], overlay: dict[str, Any], path: str)
         existing = _entries(stored, field)
         if parsed.op == JOIN_OP:
             new_key, new_value = _accumulate_join(stored, existing, parsed, value, sub)
-        elif parsed.op is not None:  # PUT and DEL: the last operator wins
+        elif parsed.op == PUT_OP:  # PUT and DEL: the last operator wins
             new_key, new_value = canonical_key(parsed), accumulated(value, sub)
+        elif parsed.op == DEL_OP:  # its value is ignored: stored as the conventional None
+            new_key, new_value = canonical_key(parsed), None
         elif isinstance(value, tuple):  # legacy spelling of PUT
             new_key, new_value = canonical_key(ParsedKey(PUT_OP, field, None)), accumulated(value)
         elif not existing:
@@ -332,7 +335,7 @@ def _accumulate_plain(
         return field, None  # sets null whatever came before
     if old_op == JOIN_OP:
         if not isinstance(value, list):
-            raise _mismatch(path, old, value)
+            raise _mismatch(path, field, old, value)
         old.extend(accumulated(value, path))
         return canonical_key(old_parsed), old
     if old is None:
@@ -349,10 +352,10 @@ def _accumulate_plain(
     if isinstance(old, (dict, list)) or isinstance(value, (dict, list)):
         raise _mismatch(
             path,
+            field,
             old,
             value,
-            "use PUT as the key to replace what an earlier "
-            "set_overlay stored, or keep the field's type",
+            f"use PUT({field!r}) as the key to replace what an earlier set_overlay stored",
         )
     return canonical_key(old_parsed), accumulated(value, path)
 
@@ -378,7 +381,7 @@ def _accumulate_join(
     if old_parsed.op == JOIN_OP and old_parsed.on != on:
         return join_key, accumulated(items, path)  # a JOIN on another key: the last wins
     if not isinstance(old, list) or not all(isinstance(v, dict) for v in old):
-        raise _join_target_error(path, on, old)
+        raise _join_target_error(path, field, on, old)
     for item in items:
         match = _match(old, item, on)
         if match is None:
