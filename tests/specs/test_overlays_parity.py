@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from anylaunch.schedulers.kubernetes_scheduler import create_scheduler
@@ -436,6 +436,7 @@ def _overlays(depth: int = 1) -> st.SearchStrategy[dict[str, Any]]:
     return st.lists(entry, max_size=3).map(dict)
 
 
+@settings(deadline=None)  # no timing: the machine is shared
 @given(st.dictionaries(_names, _values, max_size=2), _overlays(), _overlays(), _overlays())
 def test_law_accumulating_operators_and_joins_equals_applying_one_after_the_other(
     base: dict[str, Any], first: Any, second: Any, third: Any
