@@ -264,6 +264,13 @@ def test_type_error_fix_names_a_field_with_dots_whole() -> None:
     assert "PUT('example.com/team')" in str(raised.value)
 
 
+def test_set_overlay_on_a_malformed_stored_overlay_names_it() -> None:
+    role = _role()
+    role.metadata["k"] = {"Pod": {"spec": {1: "x"}}}
+    with pytest.raises(InvalidOverlayError, match=r"metadata\['k'\]\['Pod'\]"):
+        set_overlay(role, "k", "Pod", {"a": 1})
+
+
 def test_stored_del_value_is_none() -> None:
     role = _role()
     set_overlay(role, "k", "Pod", {DEL("a"): {"ignored": [1]}})

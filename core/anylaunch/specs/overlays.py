@@ -212,6 +212,7 @@ def set_overlay(target: AppDef | Role, namespace: str, kind: str, overlay: _Over
             "an overlay must be a dict",
             "remove the entry so set_overlay can store the overlay",
         )
+    check_structure(stored, f"metadata[{namespace!r}][{kind!r}]")
     # Build the new overlay aside: if it does not fit what is stored, nothing changes.
     merged = accumulated(stored)
     apply_overlay(merged, overlay, _resolve=False)
