@@ -17,6 +17,7 @@ from anylaunch.specs import AppDef, Role
 from anylaunch.specs.errors import InvalidSpecError
 from anylaunch.specs.overlays import (
     DEL,
+    FORMAT_KEY,
     JOIN,
     PUT,
     InvalidOverlayError,
@@ -37,7 +38,7 @@ def _role() -> Role:
 
 def test_operator_keys_are_plain_strings_that_round_trip() -> None:
     keys = [PUT("containers"), JOIN("containers", on="name"), DEL("hostNetwork")]
-    assert keys == ["$put(containers)", "$join(containers,on=name)", "$del(hostNetwork)"]
+    assert keys == ["__put__:containers", "__join__:containers:name", "__del__:hostNetwork"]
     assert json.loads(json.dumps(dict.fromkeys(keys))) == dict.fromkeys(keys)
     assert [tuple(_parse_key(k)) for k in keys] == [
         ("put", "containers", None),
@@ -45,19 +46,20 @@ def test_operator_keys_are_plain_strings_that_round_trip() -> None:
         ("del", "hostNetwork", None),
     ]
     assert tuple(_parse_key("containers")) == (None, "containers", None)
-    # hand-written YAML with a space after the comma still parses
+    # the earlier spelling still parses, even hand-written with a space after the comma
     assert tuple(_parse_key("$join(containers, on=name)")) == ("join", "containers", "name")
+    assert tuple(_parse_key("$put(containers)")) == ("put", "containers", None)
 
 
 @pytest.mark.parametrize(
     "make",
     [
         lambda: PUT(""),
-        lambda: PUT("a(b)"),
         lambda: PUT(" x"),
-        lambda: DEL("a,b"),
+        lambda: DEL(""),
+        lambda: JOIN("a:b", on="name"),
         lambda: JOIN("containers", on=""),
-        lambda: JOIN("containers", on="a=b"),
+        lambda: JOIN("containers", on=" name"),
         lambda: PUT(3),  # type: ignore[arg-type]
     ],
 )
@@ -172,18 +174,18 @@ def test_set_overlay_stores_under_namespace_and_kind_on_appdef_and_role() -> Non
     app = AppDef(name="app", roles=[role])
     set_overlay(app, "kubernetes", "V1Job", {"spec": {"ttl": 5}})
     set_overlay(role, "kubernetes", "V1Pod", {"spec": {"hostIPC": True}})
-    assert app.metadata == {"kubernetes": {"V1Job": {"spec": {"ttl": 5}}}}
+    assert app.metadata == {"kubernetes": {FORMAT_KEY: True, "V1Job": {"spec": {"ttl": 5}}}}
     assert get_overlay(role, "kubernetes", "V1Pod") == {"spec": {"hostIPC": True}}
 
 
-def test_set_overlay_last_operator_on_a_field_wins() -> None:
+def test_set_overlay_last_put_or_del_on_a_field_wins() -> None:
     role = _role()
     set_overlay(role, "k", "Pod", {"spec": {"containers": [{"name": "a"}]}})
+    set_overlay(role, "k", "Pod", {"spec": {DEL("containers"): None}})
     set_overlay(role, "k", "Pod", {"spec": {PUT("containers"): [{"name": "b"}]}})
-    set_overlay(role, "k", "Pod", {"spec": {JOIN("containers", on="name"): [{"name": "c"}]}})
-    assert get_overlay(role, "k", "Pod") == {
-        "spec": {JOIN("containers", on="name"): [{"name": "c"}]}
-    }
+    assert get_overlay(role, "k", "Pod") == {"spec": {PUT("containers"): [{"name": "b"}]}}
+    set_overlay(role, "k", "Pod", {"spec": {DEL("containers"): None}})
+    assert get_overlay(role, "k", "Pod") == {"spec": {DEL("containers"): None}}
 
 
 def test_set_overlay_plain_key_merges_into_put_entry() -> None:
@@ -207,12 +209,14 @@ def test_set_overlay_plain_key_after_del_sets_exactly_that_value() -> None:
     assert base == {"labels": {"b": "2"}}
 
 
-def test_set_overlay_type_change_is_stored_as_put() -> None:
-    # As a plain key, {"y": 2} would merge into a dict base; one after the other it replaces.
+def test_set_overlay_type_change_is_a_type_error_and_changes_nothing() -> None:
+    # One after the other, {"y": 2} would meet the list [1]: TorchX raises TypeError there.
     role = _role()
     set_overlay(role, "k", "Pod", {"a": [1]})
-    set_overlay(role, "k", "Pod", {"a": {"y": 2}})
-    assert get_overlay(role, "k", "Pod") == {PUT("a"): {"y": 2}}
+    with pytest.raises(TypeError, match="PUT"):
+        set_overlay(role, "k", "Pod", {"a": {"y": 2}})
+    assert get_overlay(role, "k", "Pod") == {"a": [1]}
+    set_overlay(role, "k", "Pod", {PUT("a"): {"y": 2}})  # the fix the error names
     base = {"a": {"x": 1}}
     apply_overlay(base, get_overlay(role, "k", "Pod"))
     assert base == {"a": {"y": 2}}
@@ -464,26 +468,52 @@ def test_law_del_removes(base: dict[str, Any], key: str) -> None:
 def test_law_accumulate_then_resolve_equals_sequential(
     base: dict[str, Any], first: dict[str, Any], second: dict[str, Any]
 ) -> None:
+    # A structural type mismatch is a TypeError: when the overlays one after the other apply
+    # cleanly, so does their accumulation, with the same result; and set_overlay only refuses
+    # overlays that could never apply one after the other.
+    sequential: Any = copy.deepcopy(base)
+    try:
+        apply_overlay(sequential, first)
+        apply_overlay(sequential, second)
+    except TypeError:
+        sequential = TypeError
     role = _role()
     set_overlay(role, "k", "Pod", first)
-    set_overlay(role, "k", "Pod", second)
-    accumulated = copy.deepcopy(base)
-    apply_overlay(accumulated, get_overlay(role, "k", "Pod"))
-    sequential = copy.deepcopy(base)
-    apply_overlay(sequential, first)
-    apply_overlay(sequential, second)
-    assert accumulated == sequential
+    try:
+        set_overlay(role, "k", "Pod", second)
+    except TypeError:
+        for start in (base, {}):
+            one_after_the_other = copy.deepcopy(start)
+            with pytest.raises(TypeError):
+                apply_overlay(one_after_the_other, first)
+                apply_overlay(one_after_the_other, second)
+        return
+    accumulated: Any = copy.deepcopy(base)
+    try:
+        apply_overlay(accumulated, get_overlay(role, "k", "Pod"))
+    except TypeError:
+        accumulated = TypeError
+    if sequential is not TypeError:
+        assert accumulated == sequential
 
 
 @given(_plain, _with_operators(), _with_operators())
 def test_law_no_operator_key_survives_resolution(
     base: dict[str, Any], first: dict[str, Any], second: dict[str, Any]
 ) -> None:
-    apply_overlay(base, first)
-    assert _operator_keys(base) == []
+    # random overlays often mismatch in type (a TypeError): the law is about those that apply
+    try:
+        apply_overlay(base, first)
+    except TypeError:
+        pass
+    else:
+        assert _operator_keys(base) == []
     role = _role()
-    set_overlay(role, "k", "Pod", first)
-    set_overlay(role, "k", "Pod", second)
+    try:
+        set_overlay(role, "k", "Pod", first)
+        set_overlay(role, "k", "Pod", second)
+    except TypeError:
+        return
     resolved: dict[str, Any] = {}
     apply_overlay(resolved, get_overlay(role, "k", "Pod"))
     assert _operator_keys(resolved) == []
