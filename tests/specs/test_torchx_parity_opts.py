@@ -293,6 +293,19 @@ def test_a_required_option_of_a_group_in_use_must_be_given() -> None:
     assert "auth.*" in str(info.value)
 
 
+def test_underscored_fields_are_private_not_options() -> None:
+    @dataclass
+    class WithPrivate(StructuredOpts):
+        queue: str = "q"
+        _cache: dict[str, str] = field(default_factory=dict)
+
+    assert [name for name, _ in WithPrivate.as_runopts()] == ["queue"]
+    opts = WithPrivate.from_cfg({"queue": "gpu"})
+    assert list(opts) == ["queue"] and "_cache" not in opts
+    with pytest.raises(InvalidRunConfigException, match="unknown run option"):
+        WithPrivate.from_cfg({"_cache": {}})
+
+
 # --- odds and ends ----------------------------------------------------------------------------
 
 

@@ -38,7 +38,8 @@ class StructuredOpts(Mapping[str, CfgVal]):
     one of its options is given. A field without a default is required. Help text comes from
     ``field(metadata={"help": ...})`` or from the string literal right after the field.
     ``field(metadata={"cfg_key": "mail-user"})`` names an option that cannot be a field name;
-    the field name and its camelCase still work as aliases.
+    the field name and its camelCase still work as aliases. Fields whose name starts with
+    ``_`` (they need a default) and ``init=False`` fields are not options.
 
     >>> from dataclasses import dataclass
     >>> from anylaunch.specs.structured_opts import StructuredOpts

@@ -179,6 +179,12 @@ def type_hints(cls: type) -> dict[str, Any]:
         ) from e
 
 
+def option_fields(cls: type) -> list[dataclasses.Field[Any]]:
+    """The fields of ``cls`` that are options: init fields not starting with ``_`` (private
+    fields and those computed in ``__post_init__`` are not)."""
+    return [f for f in dataclasses.fields(cls) if f.init and not f.name.startswith("_")]
+
+
 def _nested_class(owner: type, name: str, annotation: Any, base: type) -> tuple[type | None, bool]:
     """The StructuredOpts class of a nested field and whether it is ``Optional``; (None, False)
     for a leaf option."""
@@ -242,9 +248,7 @@ def _collect(
     docs = field_docs(cls)
     leaves: list[Leaf] = []
     children: list[Child] = []
-    for f in dataclasses.fields(cls):
-        if not f.init:  # computed in __post_init__, not an option
-            continue
+    for f in option_fields(cls):
         annotation = hints[f.name]
         default = _field_default(cls, f)
         if instance_default is not None:
@@ -348,7 +352,7 @@ def walk(instance: Any, path: tuple[str, ...]) -> tuple[bool, Any]:
 
 def field_named(cls: type, part: str) -> str | None:
     """The init field of ``cls`` that ``part`` names: its name, cfg_key or camelCase."""
-    candidates = [f for f in dataclasses.fields(cls) if f.init]
+    candidates = option_fields(cls)
     ranked = [
         [f.name for f in candidates if f.name == part],
         [f.name for f in candidates if f.metadata.get("cfg_key") == part],
@@ -364,9 +368,7 @@ def docstrings(cls: type, base: type) -> dict[str, str]:
     hints = type_hints(cls)
     own = field_docs(cls)
     docs: dict[str, str] = {}
-    for f in dataclasses.fields(cls):
-        if not f.init:
-            continue
+    for f in option_fields(cls):
         nested, _ = _nested_class(cls, f.name, hints[f.name], base)
         if nested is not None:
             docs.update({f"{f.name}.{k}": v for k, v in docstrings(nested, base).items()})
