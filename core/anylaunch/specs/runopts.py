@@ -293,7 +293,7 @@ class runopts:
                 raise InvalidRunConfigException(
                     key,
                     f"<{type(value).__name__}>",
-                    f"unknown run option{did_you_mean(key, [*self._opts, *self._aliases])}",
+                    f"unknown run option{did_you_mean(key, self._opts)}",
                     f"use one of: {', '.join(sorted(self._opts)) or '(this scheduler has none)'}",
                 )
             name, rank = ranked
