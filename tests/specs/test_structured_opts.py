@@ -360,13 +360,14 @@ def test_unsupported_field_type_raises_type_error(annotation: object, shown: str
     assert "list[str], dict[str, str]" in message  # names the supported types
 
 
-def test_optional_nested_opts_is_rejected() -> None:
+def test_nested_opts_in_a_union_with_another_type_is_rejected() -> None:
+    # Optional[K8sOpts] is an optional group (tests/specs/test_torchx_parity_opts.py)
     @dataclass
-    class WithOptionalNested(StructuredOpts):
-        k8s: Optional[K8sOpts] = None
+    class WithUnionNested(StructuredOpts):
+        k8s: K8sOpts | int = 1
 
-    with pytest.raises(TypeError, match=r"WithOptionalNested\.k8s.*default_factory"):
-        WithOptionalNested.as_runopts()
+    with pytest.raises(TypeError, match=r"WithUnionNested\.k8s.*combined with None"):
+        WithUnionNested.as_runopts()
 
 
 def test_default_of_the_wrong_type_raises_type_error() -> None:

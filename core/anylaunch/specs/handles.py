@@ -24,9 +24,14 @@ T = TypeVar("T")
 class AppDryRunInfo(Generic[T]):
     """The scheduler request that would be submitted; ``print(info)`` shows it readably.
 
+    ``app`` and ``cfg`` are the app and the resolved run config the request was built from;
+    ``Scheduler.submit_dryrun`` (and ``Runner.dryrun``) set them.
+
     >>> info = AppDryRunInfo({"cmd": ["echo", "hi"]}, lambda r: f"would run {r['cmd']}")
     >>> print(info)
     would run ['echo', 'hi']
+    >>> info.app, dict(info.cfg)  # not set by a scheduler yet
+    (None, {})
     """
 
     def __init__(self, request: T, fmt: Callable[[T], str]) -> None:
@@ -34,8 +39,30 @@ class AppDryRunInfo(Generic[T]):
         self._fmt = fmt
         # set by the scheduler/runner so that schedule() can route and build the handle
         self._app: AppDef | None = None
-        self._cfg: Mapping[str, CfgVal] | None = None
+        self._cfg: Mapping[str, CfgVal] = {}
         self._scheduler: str | None = None
+
+    @property
+    def app(self) -> AppDef | None:
+        """The app this request was built from (None until a scheduler's dryrun sets it)."""
+        return self._app
+
+    @property
+    def cfg(self) -> Mapping[str, CfgVal]:
+        """The resolved run config of this request, read-only (empty until a dryrun sets it).
+
+        >>> info = AppDryRunInfo("req", str)
+        >>> info._cfg = {"queue": "gpu"}
+        >>> info.cfg["queue"]
+        'gpu'
+        >>> info.cfg["queue"] = "cpu"
+        Traceback (most recent call last):
+        ...
+        TypeError: 'mappingproxy' object does not support item assignment
+        """
+        import types
+
+        return types.MappingProxyType(dict(self._cfg or {}))
 
     def __repr__(self) -> str:
         return self._fmt(self.request)

@@ -13,39 +13,34 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Union, get_args, get_origin
 
+from anylaunch.specs.cases import camel_to_snake, snake_to_camel
 from anylaunch.specs.errors import InvalidRunConfigException, did_you_mean
 
 #: Type of a run config value.
 CfgVal = Union[str, int, float, bool, list[str], dict[str, str], None]  # noqa: UP007 (a runtime alias)
 
-_CAMEL_BOUNDARY = re.compile(r"(?<!^)(?=[A-Z])")
+__all__ = [
+    "CfgVal",
+    "camel_to_snake",
+    "get_type_name",
+    "runopt",
+    "runopts",
+    "snake_to_camel",
+]
+
 _TRUE = frozenset({"true", "1", "yes", "y", "on"})
 _FALSE = frozenset({"false", "0", "no", "n", "off"})
 
 
-def camel_to_snake(name: str) -> str:
-    """Converts a camelCase option name to snake_case.
+def get_type_name(tp: Any) -> str:
+    """A readable name of a run option type: ``__name__`` for a plain class, else ``str(tp)``.
 
-    >>> camel_to_snake("clusterName")
-    'cluster_name'
-    >>> camel_to_snake("already_snake")
-    'already_snake'
+    >>> get_type_name(int), get_type_name(list[str]), get_type_name(dict[str, str])
+    ('int', 'list[str]', 'dict[str, str]')
     """
-    return _CAMEL_BOUNDARY.sub("_", name).lower()
-
-
-def snake_to_camel(name: str) -> str:
-    """Converts a snake_case option name to camelCase.
-
-    >>> snake_to_camel("cluster_name")
-    'clusterName'
-    """
-    head, *rest = name.split("_")
-    return head + "".join(part[:1].upper() + part[1:] for part in rest)
-
-
-def _type_name(tp: Any) -> str:
-    return getattr(tp, "__name__", None) if get_origin(tp) is None else str(tp)  # type: ignore[return-value]
+    if get_origin(tp) is None and isinstance(getattr(tp, "__name__", None), str):
+        return str(tp.__name__)
+    return str(tp)
 
 
 def _is_list_type(tp: Any) -> bool:
@@ -170,6 +165,9 @@ class runopts:
 
     def __init__(self) -> None:
         self._opts: dict[str, runopt] = {}
+        # other spellings of an option (e.g. the field name of a StructuredOpts field whose
+        # cfg_key is "mail-user"): alias -> (registered name, rank: lower wins a clash)
+        self._aliases: dict[str, tuple[str, int]] = {}
 
     def __iter__(self) -> Iterator[tuple[str, runopt]]:
         return iter(self._opts.items())
@@ -219,19 +217,89 @@ class runopts:
             )
         if default is not None and not runopts.is_type(default, type_):
             raise TypeError(
-                f"run option {cfg_key!r}: default {default!r} is not of type {_type_name(type_)}"
+                f"run option {cfg_key!r}: default {default!r} is not of type {get_type_name(type_)}"
             )
         self._opts[cfg_key] = runopt(default, type_, required, help)
 
     def update(self, other: runopts) -> None:
         """Adds every option of ``other`` (its options win on a name clash)."""
         self._opts.update(other._opts)
+        self._aliases.update(other._aliases)
+
+    def __or__(self, other: runopts) -> runopts:
+        """A new runopts with the options of both; ``other``'s win on a name clash.
+
+        >>> first, second = runopts(), runopts()
+        >>> first.add("foo", type_=str, default="a", help="foo option")
+        >>> second.add("bar", type_=int, default=1, help="bar option")
+        >>> sorted(name for name, _ in first | second)
+        ['bar', 'foo']
+        """
+        if not isinstance(other, runopts):
+            return NotImplemented
+        merged = runopts()
+        merged.update(self)
+        merged.update(other)
+        return merged
+
+    def _add_alias(self, alias: str, name: str, rank: int) -> None:
+        """Lets ``alias`` also name the registered option ``name``; when one option is given
+        under several spellings, its own name wins, then the alias of lowest ``rank`` (>= 1)."""
+        if alias != name:
+            self._aliases[alias] = (name, rank)
+
+    # rank of a camelCase spelling matched through its snake_case: after every declared alias
+    _SNAKE_OF_CAMEL_RANK = 1000
+
+    def _ranked(self, name: str) -> tuple[str, int] | None:
+        """The registered option ``name`` spells and how exact the spelling is (lower wins):
+        0 the name itself, then declared aliases, then the snake_case of a camelCase name."""
+        if name in self._opts:
+            return name, 0
+        if name in self._aliases:
+            return self._aliases[name]
+        snake = camel_to_snake(name)
+        if snake in self._opts:
+            return snake, self._SNAKE_OF_CAMEL_RANK
+        if snake in self._aliases:
+            return self._aliases[snake][0], self._SNAKE_OF_CAMEL_RANK
+        return None
 
     def _canonical(self, name: str) -> str | None:
-        if name in self._opts:
-            return name
-        snake = camel_to_snake(name)
-        return snake if snake in self._opts else None
+        ranked = self._ranked(name)
+        return ranked[0] if ranked is not None else None
+
+    def _by_option(self, cfg: Mapping[str, CfgVal]) -> dict[str, tuple[str, CfgVal]]:
+        """Maps each option named in ``cfg`` to the (key, value) that sets it.
+
+        When one option is spelled twice (``cluster_name`` and ``clusterName``), the most
+        exact spelling wins whatever the order of the keys.
+
+        Raises:
+            InvalidRunConfigException: a key that is not a str or names no option.
+        """
+        chosen: dict[str, tuple[str, CfgVal, int]] = {}
+        for key, value in cfg.items():
+            if not isinstance(key, str):
+                raise InvalidRunConfigException(
+                    "cfg",
+                    key,
+                    "run option names must be str",
+                    f"use one of: {', '.join(sorted(self._opts)) or '(this scheduler has none)'}",
+                )
+            ranked = self._ranked(key)
+            if ranked is None:
+                # the value of a misspelt option may be a credential: name its type only
+                raise InvalidRunConfigException(
+                    key,
+                    f"<{type(value).__name__}>",
+                    f"unknown run option{did_you_mean(key, self._opts)}",
+                    f"use one of: {', '.join(sorted(self._opts)) or '(this scheduler has none)'}",
+                )
+            name, rank = ranked
+            if name not in chosen or rank < chosen[name][2]:
+                chosen[name] = (key, value, rank)
+        return {name: (key, value) for name, (key, value, _) in chosen.items()}
 
     def get(self, name: str) -> runopt | None:
         """Returns the registered option, or None. Accepts camelCase names."""
@@ -240,6 +308,9 @@ class runopts:
 
     def resolve(self, cfg: Mapping[str, CfgVal]) -> dict[str, CfgVal]:
         """Validates ``cfg`` against the registered options and fills in defaults.
+
+        Keys may be camelCase; when one option is given under two spellings, the exact name
+        wins over its camelCase twin.
 
         Raises:
             InvalidRunConfigException: an unknown option (with a did-you-mean), a missing
@@ -252,25 +323,7 @@ class runopts:
                 "must be a mapping of run option names to values",
                 "pass e.g. {'log_dir': '/tmp/logs'} (or -cfg log_dir=/tmp/logs)",
             )
-        resolved: dict[str, CfgVal] = {}
-        for key, value in cfg.items():
-            if not isinstance(key, str):
-                raise InvalidRunConfigException(
-                    "cfg",
-                    key,
-                    "run option names must be str",
-                    f"use one of: {', '.join(sorted(self._opts)) or '(this scheduler has none)'}",
-                )
-            canonical = self._canonical(key)
-            if canonical is None:
-                # the value of a misspelt option may be a credential: name its type only
-                raise InvalidRunConfigException(
-                    key,
-                    f"<{type(value).__name__}>",
-                    f"unknown run option{did_you_mean(key, self._opts)}",
-                    f"use one of: {', '.join(sorted(self._opts)) or '(this scheduler has none)'}",
-                )
-            resolved[canonical] = value
+        resolved = {name: value for name, (_, value) in self._by_option(cfg).items()}
         for name, opt in self._opts.items():
             value = resolved.get(name)
             if value is None:
@@ -286,8 +339,8 @@ class runopts:
                 raise InvalidRunConfigException(
                     name,
                     _shown(name, value),
-                    f"expected {_type_name(opt.opt_type)}, got {type(value).__name__}",
-                    f"pass a {_type_name(opt.opt_type)} value",
+                    f"expected {get_type_name(opt.opt_type)}, got {type(value).__name__}",
+                    f"pass a {get_type_name(opt.opt_type)} value",
                 )
             elif isinstance(value, float) and not math.isfinite(value):
                 raise InvalidRunConfigException(
@@ -328,7 +381,10 @@ class runopts:
                 cfg[canonical] = self._opts[canonical].cast_to_type(raw)
             except (TypeError, ValueError) as e:
                 raise InvalidRunConfigException(
-                    canonical, raw, str(e), f"pass a {_type_name(self._opts[canonical].opt_type)}"
+                    canonical,
+                    raw,
+                    str(e),
+                    f"pass a {get_type_name(self._opts[canonical].opt_type)}",
                 ) from None
         return cfg
 
@@ -372,5 +428,7 @@ class runopts:
         lines = []
         for name, opt in required + optional:
             default = "(required)" if opt.is_required else f"(default: {opt.default})"
-            lines.append(f"    {name} ({_type_name(opt.opt_type)}, {default})\n        {opt.help}")
+            lines.append(
+                f"    {name} ({get_type_name(opt.opt_type)}, {default})\n        {opt.help}"
+            )
         return "\n".join(lines) if lines else "    (no run options)"
