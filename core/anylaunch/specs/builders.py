@@ -222,7 +222,7 @@ def _unparsable_error(name: str, param_name: str, p: _Param, where: str) -> Inva
     return InvalidSpecError(
         f"{name}({param_name})",
         shown,
-        f"is not a type that can be parsed from the command line, and {where} gave it text",
+        f"is a type that cannot be parsed from text, but {where} gave text for it",
         f"pass no value for it (its default is used), or annotate it as {SUPPORTED}",
     )
 
