@@ -279,6 +279,14 @@ def test_unparsable_type_takes_a_typed_config_value() -> None:
         parse_args(sized, ["--msg", "hi"], config={"shape": 5})
 
 
+def test_help_says_an_unparsable_parameter_cannot_be_set(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit):
+        parse_args(sized, ["--help"])
+    assert "shape [its type cannot be parsed from text: use its default]" in capsys.readouterr().out
+
+
 def test_unparsable_varargs_without_values_are_fine() -> None:
     def comp(*items: set[str]) -> AppDef:
         return _app(*items)

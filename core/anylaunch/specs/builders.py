@@ -362,6 +362,7 @@ def _build_parser(
         kwargs: dict[str, Any] = {"dest": param_name, "help": help_text}
         if p.spec is None:
             kwargs.update(type=_Unparsable, metavar="VALUE")
+            kwargs["help"] = f"{help_text} [its type cannot be parsed from text: use its default]"
         else:
             kwargs.update(type=p.spec.parse, metavar=p.spec.metavar)
         if p.annotation is bool:
