@@ -229,52 +229,159 @@ class RetryPolicy(str, Enum):
 class Workspace:
     """Maps local project directories to remote workspace locations.
 
+    At submit time the projects are copied so that the remote job mirrors local code changes.
+    An empty workspace (no projects) is allowed and is falsy: nothing is copied.
+
     >>> from anylaunch.specs import Workspace
     >>> # copies ~/github/torch/** into $REMOTE_ROOT/torch/**
     >>> ws = Workspace(projects={"~/github/torch": "torch"})
     >>> # copies ~/github/torch/** into $REMOTE_ROOT/** (no sub-dir)
     >>> ws = Workspace(projects={"~/github/torch": ""})
-    >>> ws.is_unmapped_single_project()
-    True
+    >>> ws.is_unmapped_single_project(), bool(ws), bool(Workspace({}))
+    (True, True, False)
 
     Args:
-        projects: ``{local_path: remote_subdir}`` mapping.
+        projects: ``{local_path: remote_subdir}`` mapping (a ``None`` sub-directory means
+            ``""``: no sub-directory).
     """
 
     projects: dict[str, str]
 
     def __post_init__(self) -> None:
-        if not isinstance(self.projects, dict) or not self.projects:
+        fix = "e.g. Workspace(projects={'~/github/torch': 'torch'}), or {} for no workspace"
+        if not isinstance(self.projects, dict):
             raise InvalidSpecError(
                 "Workspace.projects",
                 self.projects,
-                "must be a non-empty {local_path: remote_subdir} dict",
-                "e.g. Workspace(projects={'.': ''})",
+                "must be a {local_path: remote_subdir} dict",
+                fix,
             )
+        projects: dict[str, str] = {}
+        for local, remote in self.projects.items():
+            if not isinstance(local, str):
+                raise InvalidSpecError(
+                    "Workspace.projects", local, "a local path must be a str", fix
+                )
+            if remote is not None and not isinstance(remote, str):
+                raise InvalidSpecError(
+                    f"Workspace.projects[{local!r}]",
+                    remote,
+                    "the remote sub-directory must be a str ('' or None: no sub-directory)",
+                    fix,
+                )
+            projects[local] = remote or ""
+        self.projects = projects
+
+    def __bool__(self) -> bool:
+        return bool(self.projects)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Workspace) and self.projects == other.projects
+
+    def __hash__(self) -> int:
+        return hash(frozenset(self.projects.items()))
 
     @staticmethod
-    def from_str(workspace: str) -> Workspace:
-        """Parses the CLI form: a path, or ``local:remote`` pairs joined by commas.
+    def from_str(workspace: str | None) -> Workspace:
+        """Parses a workspace as written on the command line or in a config file.
+
+        Accepted forms: a YAML mapping ``local_path: remote_subdir`` (one per line or
+        ``{a: b, c: d}``; comments allowed; an empty sub-directory means none), a single
+        path, or ``local[:remote]`` items joined by ``,`` or ``;`` (the form ``str()``
+        prints). URLs (``s3://bucket/dir``) are paths. ``None`` or blank text is the
+        empty workspace.
 
         >>> Workspace.from_str("~/proj")
         Workspace(projects={'~/proj': ''})
         >>> Workspace.from_str("src:app,conf:etc")
         Workspace(projects={'src': 'app', 'conf': 'etc'})
+        >>> Workspace.from_str('''
+        ... # local: remote
+        ... ~/github/torch: torch
+        ... ~/notes:
+        ... ''')
+        Workspace(projects={'~/github/torch': 'torch', '~/notes': ''})
+        >>> Workspace.from_str("{a: x, s3://bucket/dir: y}").projects
+        {'a': 'x', 's3://bucket/dir': 'y'}
+        >>> bool(Workspace.from_str(None)), str(Workspace.from_str("a:x;b"))
+        (False, 'a:x;b')
+
+        Raises:
+            InvalidSpecError: the text is neither of the forms (names the problem)
         """
+        if workspace is None or (isinstance(workspace, str) and not workspace.strip()):
+            return Workspace({})
+        if not isinstance(workspace, str):
+            raise InvalidSpecError(
+                "workspace",
+                workspace,
+                "must be a str",
+                "pass e.g. '~/proj', 'src:app,conf:etc' or 'src: app' (YAML)",
+            )
+        import yaml  # a core dependency; only needed here
+
+        try:
+            loaded = yaml.safe_load(workspace)
+        except yaml.YAMLError as e:
+            if "\n" in workspace.strip():
+                raise InvalidSpecError(
+                    "workspace",
+                    workspace,
+                    f"is not a YAML mapping ({str(e).splitlines()[0]})",
+                    "write one 'local_path: remote_subdir' per line",
+                ) from None
+            loaded = None  # one line: the path[:remote] list form below
+        if isinstance(loaded, dict):
+            return Workspace(Workspace._yaml_projects(workspace, loaded))
+        if isinstance(loaded, list):
+            raise InvalidSpecError(
+                "workspace",
+                workspace,
+                "is a YAML list, not a mapping",
+                "write one 'local_path: remote_subdir' per line ('local_path:' for no sub-dir)",
+            )
+        # a scalar: a path or the list form (YAML reads "~" as null, "1" as an int: use the text)
+        text = loaded if isinstance(loaded, str) else workspace.strip()
+        return Workspace(Workspace._list_form_projects(text))
+
+    @staticmethod
+    def _yaml_projects(text: str, loaded: dict[Any, Any]) -> dict[str, str]:
         projects: dict[str, str] = {}
-        for item in (part.strip() for part in workspace.split(",")):
+        for local, remote in loaded.items():
+            if isinstance(remote, (dict, list)):
+                raise InvalidSpecError(
+                    f"workspace[{local!r}]",
+                    remote,
+                    "the remote sub-directory must be a plain path",
+                    "write 'local_path: remote_subdir' (or 'local_path:' for none)",
+                )
+            if local is None:
+                raise InvalidSpecError(
+                    "workspace", text, "has an empty local path", "write 'local_path: remote'"
+                )
+            projects[str(local)] = "" if remote is None else str(remote)
+        return projects
+
+    @staticmethod
+    def _list_form_projects(text: str) -> dict[str, str]:
+        projects: dict[str, str] = {}
+        for item in (p.strip() for p in text.replace(";", ",").split(",")):
             if not item:
                 continue
             if "://" in item:  # a URL: its own colons are not a mapping
                 projects[item] = ""
             else:
                 local, _, remote = item.partition(":")
-                projects[local] = remote
-        return Workspace(projects=projects)
+                if not local.strip():
+                    raise InvalidSpecError(
+                        "workspace", text, f"{item!r} has no local path", "write local[:remote]"
+                    )
+                projects[local.strip()] = remote.strip()
+        return projects
 
     def is_unmapped_single_project(self) -> bool:
         """True if this is a single-project workspace with no target sub-directory."""
-        return len(self.projects) == 1 and next(iter(self.projects.values())) == ""
+        return len(self.projects) == 1 and not next(iter(self.projects.values()))
 
     def merge_into(self, outdir: str | Path) -> None:
         """Copies each project into ``{outdir}/{target}`` (local paths or fsspec URLs)."""
@@ -304,7 +411,14 @@ class Workspace:
                 )
 
     def __str__(self) -> str:
-        return ",".join(f"{k}:{v}" if v else k for k, v in self.projects.items())
+        """The single unmapped path, else ``local[:remote]`` items joined by ``;``.
+
+        >>> str(Workspace({"~/proj": ""})), str(Workspace({"src": "app", "conf": ""}))
+        ('~/proj', 'src:app;conf')
+        """
+        if self.is_unmapped_single_project():
+            return next(iter(self.projects))
+        return ";".join(f"{k}:{v}" if v else k for k, v in self.projects.items())
 
 
 # ---------------------------------------------------------------------------------------------

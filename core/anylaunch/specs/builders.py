@@ -2,41 +2,69 @@
 
 Each parameter of the component becomes an option ``--param`` (``--param-name`` also works
 for ``param_name``); ``*args`` takes the rest of the command line (after ``--`` or after the
-first value that is not an option). Values are parsed by the parameter's annotation:
+first value that is not an option). Values are parsed by the parameter's annotation (see
+:mod:`anylaunch.specs.builder_values`): ``str``, ``int``, ``float``, ``bool`` (``--flag``,
+``--flag=no``), ``list[P]`` (``a,b,c``), ``dict[P, P]`` (``K1=v1,K2=v2``), ``tuple[P, ...]``
+(``1,2``) and ``Optional`` of these (``None`` when not given).
 
-========================  ============================  ===============================
-annotation                command line                  value
-========================  ============================  ===============================
-``str`` / ``int``         ``--n 3``                     ``3``
-``bool``                  ``--flag``, ``--flag=no``     ``True``, ``False``
-``list[str]``             ``--xs a,b,c``                ``['a', 'b', 'c']``
-``dict[str, str]``        ``--env K1=v1,K2=v2``         ``{'K1': 'v1', 'K2': 'v2'}``
-``Optional[X]``           as ``X``                      ``None`` when not given
-========================  ============================  ===============================
+A value comes from, in order of precedence: the command line, ``config`` (typed values, e.g.
+from a JSON file), ``cmpnt_defaults`` (text as typed on the command line, e.g. from
+``.anylaunchconfig``), the function's own defaults. ``config`` and ``cmpnt_defaults`` can
+also supply required parameters and ``*args``.
+
+A parameter whose type cannot be parsed from text (e.g. ``set[str]`` or a class) is fine as
+long as no text is passed for it: its default (or a typed ``config`` value) is used.
+
+This module also exports :func:`make_app_handle`, :func:`parse_mounts` and the mount classes.
 """
 
 from __future__ import annotations
 
 import inspect
-import math
-import types
 import typing
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn
 
 from anylaunch.specs.api import AppDef
+from anylaunch.specs.builder_values import SUPPORTED, ValueSpec, coerce_value, unwrap_optional
+from anylaunch.specs.builder_values import value_spec as _value_spec
 from anylaunch.specs.errors import InvalidSpecError, did_you_mean
 from anylaunch.specs.file_linter import get_fn_docstring, parse_fn_docstring
+from anylaunch.specs.handles import make_app_handle
+from anylaunch.specs.mounts import BindMount, DeviceMount, MountType, VolumeMount, parse_mounts
 
 if TYPE_CHECKING:
     import argparse
 
-__all__ = ["ComponentArgsError", "materialize_appdef", "parse_args"]
+__all__ = [
+    "BindMount",
+    "ComponentArgs",
+    "ComponentArgsError",
+    "ComponentTypeError",
+    "DeviceMount",
+    "MountType",
+    "VolumeMount",
+    "component_args_from_str",
+    "make_app_handle",
+    "materialize_appdef",
+    "parse_args",
+    "parse_mounts",
+]
 
-_TRUE = frozenset({"true", "1", "yes"})
-_FALSE = frozenset({"false", "0", "no"})
-_PRIMITIVES: dict[type, str] = {str: "str", int: "int", float: "float", bool: "bool"}
-_SUPPORTED = "str, int, float, bool, list[P], dict[P, P] (P a primitive) or Optional[...] of these"
+
+class ComponentArgs(NamedTuple):
+    """Parsed component function arguments, grouped by how they are passed to the function.
+
+    >>> ComponentArgs({"msg": "hi"}, ["a"], {"n": 2})
+    ComponentArgs(positional_args={'msg': 'hi'}, var_args=['a'], kwargs={'n': 2})
+    """
+
+    positional_args: dict[str, Any]
+    """positional and positional-or-keyword parameters, in signature order"""
+    var_args: list[Any]
+    """the values of ``*args``"""
+    kwargs: dict[str, Any]
+    """keyword-only parameters"""
 
 
 class ComponentArgsError(InvalidSpecError):
@@ -63,106 +91,34 @@ class ComponentArgsError(InvalidSpecError):
         self.args = (f"invalid arguments for component {component}: {message}. Fix: {self.fix}",)
 
 
-# ---------------------------------------------------------------------------------------------
-# Value parsers (one per annotation)
-# ---------------------------------------------------------------------------------------------
+class ComponentTypeError(InvalidSpecError, TypeError):
+    """A component cannot be called from a command line (``**kwargs``) or did not return an
+    AppDef. Also a ``TypeError``, which TorchX raises in these cases.
 
-
-def _type_error(message: str) -> Exception:
-    import argparse
-
-    # argparse reports an ArgumentTypeError's message verbatim, prefixed with the option
-    return argparse.ArgumentTypeError(message)
-
-
-def _parse_bool(value: str) -> bool:
-    lowered = value.strip().lower()
-    if lowered in _TRUE:
-        return True
-    if lowered in _FALSE:
-        return False
-    raise _type_error(
-        f"expected one of true/false/1/0/yes/no, got {value!r} (to pass arguments to the "
-        "app after a bare flag, put -- before them)"
-    )
-
-
-def _primitive_parser(tp: type) -> Callable[[str], Any]:
-    if tp is bool:
-        return _parse_bool
-    name = _PRIMITIVES[tp]
-
-    def parse(value: str) -> Any:
-        try:
-            parsed = tp(value)
-        except ValueError:
-            raise _type_error(f"invalid {name} value: {value!r}") from None
-        if tp is float and not math.isfinite(parsed):
-            raise _type_error(f"invalid {name} value: {value!r} (must be a finite number)")
-        return parsed
-
-    return parse
-
-
-def _list_parser(element: Callable[[str], Any]) -> Callable[[str], list[Any]]:
-    def parse(value: str) -> list[Any]:
-        return [element(item) for item in value.split(",")] if value else []
-
-    return parse
-
-
-def _dict_parser(
-    key: Callable[[str], Any], val: Callable[[str], Any]
-) -> Callable[[str], dict[Any, Any]]:
-    def parse(value: str) -> dict[Any, Any]:
-        pairs: dict[str, str] = {}
-        last: str | None = None
-        for item in value.split(",") if value else []:
-            k, sep, v = item.partition("=")
-            if sep:
-                pairs[k] = v
-                last = k
-            elif last is not None:
-                # "FOO=a,b,BAR=c": a comma-separated item without '=' continues the last value
-                pairs[last] = f"{pairs[last]},{item}"
-            else:
-                # not quoted: a misplaced value (e.g. a token given without its name) is secret
-                raise _type_error(
-                    "expected KEY=VALUE pairs separated by commas; the first item has no '=' "
-                    f"({len(item)} characters, not shown)"
-                )
-        return {key(k): val(v) for k, v in pairs.items()}
-
-    return parse
-
-
-def _unwrap_optional(tp: Any) -> Any:
-    """``Optional[X]`` / ``X | None`` -> ``X``; anything else unchanged."""
-    if typing.get_origin(tp) in (typing.Union, types.UnionType):
-        args = [a for a in typing.get_args(tp) if a is not type(None)]
-        if len(args) == 1:
-            return args[0]
-    return tp
-
-
-def _value_parser(tp: Any) -> tuple[Callable[[str], Any], str] | None:
-    """Returns the parser and metavar for an (unwrapped) annotation, or None if unsupported."""
-    if tp is inspect.Parameter.empty or tp is typing.Any:
-        return _primitive_parser(str), "str"
-    if tp in _PRIMITIVES:
-        return _primitive_parser(tp), _PRIMITIVES[tp]
-    origin, args = typing.get_origin(tp), typing.get_args(tp)
-    if origin is list and len(args) == 1 and args[0] in _PRIMITIVES:
-        return _list_parser(_primitive_parser(args[0])), f"{_PRIMITIVES[args[0]]},..."
-    if origin is dict and len(args) == 2 and all(a in _PRIMITIVES for a in args):
-        key, val = (_primitive_parser(a) for a in args)
-        return _dict_parser(key, val), f"{_PRIMITIVES[args[0]]}={_PRIMITIVES[args[1]]},..."
-    return None
+    >>> isinstance(ComponentTypeError("f", "dict", "must return an AppDef", "return one"), TypeError)
+    True
+    """
 
 
 # ---------------------------------------------------------------------------------------------
-# The parser
+# Inputs
 # ---------------------------------------------------------------------------------------------
+
+
+class _FromConfig:
+    """argparse default of a parameter that ``config`` supplies (replaced after parsing)."""
+
+    def __repr__(self) -> str:
+        return "<from config>"
+
+
+_FROM_CONFIG = _FromConfig()
+
+
+class _Unparsable(str):
+    """Text given for a parameter whose type cannot be parsed from text."""
+
+    __slots__ = ()
 
 
 def _component_name(fn: Callable[..., object]) -> str:
@@ -182,7 +138,7 @@ def _type_hints(fn: Callable[..., object]) -> dict[str, Any]:
         ) from None
 
 
-def _check_inputs(component_fn: object, cli_args: object, defaults: object) -> None:
+def _check_inputs(component_fn: object, cli_args: object, defaults: object, config: object) -> None:
     if not callable(component_fn):
         raise InvalidSpecError(
             "component_fn", component_fn, "is not callable", "pass the component function"
@@ -201,21 +157,83 @@ def _check_inputs(component_fn: object, cli_args: object, defaults: object) -> N
         raise InvalidSpecError(
             "defaults", defaults, "must be a mapping of parameter name to str", "pass a dict"
         )
+    if config is not None and not isinstance(config, Mapping):
+        raise InvalidSpecError(
+            "config",
+            type(config).__name__,
+            "must be a mapping of parameter name to value",
+            "pass a dict, e.g. {'nnodes': 2}",
+        )
+
+
+def _pick_defaults(
+    cmpnt_defaults: Mapping[str, str] | None, defaults: Mapping[str, str] | None
+) -> Mapping[str, str] | None:
+    if cmpnt_defaults is not None and defaults is not None:
+        raise InvalidSpecError(
+            "defaults",
+            "<not shown>",
+            "cmpnt_defaults and its older name defaults were both given",
+            "pass only cmpnt_defaults",
+        )
+    return defaults if cmpnt_defaults is None else cmpnt_defaults
+
+
+def _param_key(what: str, name: str, params: Mapping[str, inspect.Parameter], key: object) -> str:
+    """The parameter a ``cmpnt_defaults``/``config`` key names (``param-name`` works too)."""
+    if isinstance(key, str):
+        param = key if key in params else key.replace("-", "_")
+        if param in params:
+            return param
+    hint = did_you_mean(key, params) if isinstance(key, str) else ""
+    raise InvalidSpecError(
+        f"{what}[{key!r}] of component {name!r}",
+        "<not shown>",
+        f"{name} has no such parameter.{hint}",
+        f"use one of {', '.join(params) or '(no parameters)'}",
+    )
+
+
+class _Param(NamedTuple):
+    param: inspect.Parameter
+    annotation: Any  # without Optional
+    spec: ValueSpec | None  # None: cannot be parsed from text
+
+
+def _params(component_fn: Callable[..., object]) -> dict[str, _Param]:
+    name = _component_name(component_fn)
+    hints = _type_hints(component_fn)
+    result: dict[str, _Param] = {}
+    for param_name, param in inspect.signature(component_fn).parameters.items():
+        if param.kind is inspect.Parameter.VAR_KEYWORD:
+            raise ComponentTypeError(
+                f"{name}(**{param_name})",
+                param_name,
+                "**kwargs cannot be passed on the command line",
+                "declare each parameter, or take a dict[str, str] parameter",
+            )
+        annotation = unwrap_optional(hints.get(param_name, inspect.Parameter.empty))
+        result[param_name] = _Param(param, annotation, _value_spec(annotation))
+    return result
+
+
+def _unparsable_error(name: str, param_name: str, p: _Param, where: str) -> InvalidSpecError:
+    shown = getattr(p.annotation, "__name__", str(p.annotation))
+    return InvalidSpecError(
+        f"{name}({param_name})",
+        shown,
+        f"is a type that cannot be parsed from text, but {where} gave text for it",
+        f"pass no value for it (its default is used), or annotate it as {SUPPORTED}",
+    )
 
 
 def _normalized_defaults(
-    name: str, params: Mapping[str, inspect.Parameter], defaults: Mapping[str, str] | None
+    name: str, params: Mapping[str, _Param], defaults: Mapping[str, str] | None
 ) -> dict[str, str]:
     result: dict[str, str] = {}
+    signature = {k: p.param for k, p in params.items()}
     for key, value in (defaults or {}).items():
-        param = key if key in params else key.replace("-", "_")
-        if param not in params:
-            raise InvalidSpecError(
-                f"defaults[{key!r}] of component {name!r}",
-                value,
-                f"{name} has no such parameter.{did_you_mean(key, params)}",
-                f"use one of {', '.join(params) or '(no parameters)'}",
-            )
+        param = _param_key("defaults", name, signature, key)
         if not isinstance(value, str):
             raise InvalidSpecError(
                 f"defaults[{key!r}] of component {name!r}",
@@ -223,8 +241,47 @@ def _normalized_defaults(
                 "must be a str, as it would be typed on the command line",
                 "quote the value, e.g. '3' or 'a,b' or 'K=v'",
             )
+        if params[param].spec is None:
+            raise _unparsable_error(name, param, params[param], "cmpnt_defaults")
         result[param] = value
     return result
+
+
+def _config_values(
+    name: str, params: Mapping[str, _Param], config: Mapping[str, Any] | None
+) -> dict[str, Any]:
+    """``config`` checked against the parameters' types (text parsed as on the command line)."""
+    import argparse
+    import shlex
+
+    result: dict[str, Any] = {}
+    signature = {k: p.param for k, p in params.items()}
+    for key, value in (config or {}).items():
+        param = _param_key("config", name, signature, key)
+        p = params[param]
+        field = f"config[{key!r}] of component {name!r}"
+        try:
+            if p.param.kind is inspect.Parameter.VAR_POSITIONAL:
+                items = shlex.split(value) if isinstance(value, str) else value
+                if not isinstance(items, (list, tuple)):
+                    raise TypeError(f"expected a list for *{param}, got {type(value).__name__}")
+                result[param] = [coerce_value(p.annotation, item) for item in items]
+            elif value is None:
+                result[param] = None
+            else:
+                result[param] = coerce_value(p.annotation, value)
+        except (TypeError, ValueError, argparse.ArgumentTypeError) as e:
+            if isinstance(value, str) and p.spec is None:
+                raise _unparsable_error(name, param, p, "config") from None
+            raise InvalidSpecError(
+                field, f"<{type(value).__name__}>", str(e), "give a value of the parameter's type"
+            ) from None
+    return result
+
+
+# ---------------------------------------------------------------------------------------------
+# The parser
+# ---------------------------------------------------------------------------------------------
 
 
 def _typo_hints(cli_args: Sequence[str], known_options: Sequence[str]) -> str:
@@ -243,11 +300,11 @@ def _typo_hints(cli_args: Sequence[str], known_options: Sequence[str]) -> str:
 
 def _build_parser(
     component_fn: Callable[..., object],
-    params: Mapping[str, inspect.Parameter],
+    params: Mapping[str, _Param],
     defaults: Mapping[str, str],
+    config: Mapping[str, Any],
     cli_args: Sequence[str],
-) -> tuple[argparse.ArgumentParser, dict[str, Callable[[str], Any]]]:
-    """Returns the parser and the value parsers of ``*args`` (applied after parsing)."""
+) -> argparse.ArgumentParser:
     import argparse  # only needed when a component is materialized
 
     name = _component_name(component_fn)
@@ -255,7 +312,9 @@ def _build_parser(
     class HelpFormatter(argparse.RawDescriptionHelpFormatter):
         def _get_help_string(self, action: argparse.Action) -> str:
             text = action.help or ""
-            if action.default is not argparse.SUPPRESS:  # every option but --help
+            if action.default is _FROM_CONFIG:
+                text += " (default: from config)"
+            elif action.default is not argparse.SUPPRESS:  # every option but --help
                 if not action.option_strings:
                     text += " (optional)"
                 elif action.required:
@@ -289,31 +348,10 @@ def _build_parser(
     parser.add_argument(
         "--help", action="help", default=argparse.SUPPRESS, help="show this help message and exit"
     )
-    hints = _type_hints(component_fn)
-    vararg_parsers: dict[str, Callable[[str], Any]] = {}
-    for param_name, param in params.items():
-        annotation = hints.get(param_name, inspect.Parameter.empty)
-        if param.kind is inspect.Parameter.VAR_KEYWORD:
-            raise InvalidSpecError(
-                f"{name}(**{param_name})",
-                param_name,
-                "**kwargs cannot be passed on the command line",
-                "declare each parameter, or take a dict[str, str] parameter",
-            )
-        unwrapped = _unwrap_optional(annotation)
-        found = _value_parser(unwrapped)
-        if found is None:
-            raise InvalidSpecError(
-                f"{name}({param_name})",
-                getattr(annotation, "__name__", str(annotation)),
-                "is not a type that can be parsed from the command line",
-                f"annotate it as {_SUPPORTED}",
-            )
-        value_parser, metavar = found
+    for param_name, p in params.items():
         help_text = arg_docs.get(param_name) or param_name
-        if param.kind is inspect.Parameter.VAR_POSITIONAL:
+        if p.param.kind is inspect.Parameter.VAR_POSITIONAL:
             # parsed after argparse: the remainder may start with a literal "--"
-            vararg_parsers[param_name] = value_parser
             parser.add_argument(param_name, nargs=argparse.REMAINDER, help=help_text)
             continue
         options = [f"--{param_name}"]
@@ -321,85 +359,186 @@ def _build_parser(
             options.append(f"--{param_name.replace('_', '-')}")
         if len(param_name) == 1:
             options.insert(0, f"-{param_name}")
-        kwargs: dict[str, Any] = {
-            "dest": param_name,
-            "type": value_parser,
-            "metavar": metavar,
-            "help": help_text,
-        }
-        if unwrapped is bool:
+        kwargs: dict[str, Any] = {"dest": param_name, "help": help_text}
+        if p.spec is None:
+            kwargs.update(type=_Unparsable, metavar="VALUE")
+            kwargs["help"] = f"{help_text} [its type cannot be parsed from text: use its default]"
+        else:
+            kwargs.update(type=p.spec.parse, metavar=p.spec.metavar)
+        if p.annotation is bool:
             # a bare --flag means True; --flag=false (or no/0) turns it off
             kwargs.update(nargs="?", const=True, metavar="{true,false}")
-        if param_name in defaults:
+        if param_name in config:
+            kwargs["default"] = _FROM_CONFIG
+        elif param_name in defaults and p.spec is not None:
             try:
-                kwargs["default"] = value_parser(defaults[param_name])
+                kwargs["default"] = p.spec.parse(defaults[param_name])
             except (argparse.ArgumentTypeError, ValueError, TypeError) as e:
                 raise InvalidSpecError(
                     f"defaults[{param_name!r}] of component {name!r}",
                     defaults[param_name],
                     str(e),
-                    f"give a {metavar} value",
+                    f"give a {p.spec.metavar} value",
                 ) from None
-        elif param.default is not inspect.Parameter.empty:
-            kwargs["default"] = param.default
+        elif p.param.default is not inspect.Parameter.empty:
+            kwargs["default"] = p.param.default
         else:
             kwargs["required"] = True
         parser.add_argument(*options, **kwargs)
         known_options.extend(options)
-    return parser, vararg_parsers
+    return parser
+
+
+def _varargs(
+    parser: argparse.ArgumentParser,
+    param_name: str,
+    p: _Param,
+    raw: list[str],
+    defaults: Mapping[str, str],
+    config: Mapping[str, Any],
+    name: str,
+) -> list[Any]:
+    """The values of ``*args``: the command line's, else config's, else the default text's."""
+    explicit = raw[:1] == ["--"]
+    if explicit:
+        raw = raw[1:]
+    if not raw and not explicit and param_name in config:
+        return list(config[param_name])
+    if not raw and not explicit and param_name in defaults:
+        import shlex
+
+        raw = shlex.split(defaults[param_name])
+    if raw and p.spec is None:
+        raise _unparsable_error(name, f"*{param_name}", p, "the command line")
+    values = []
+    for item in raw:
+        try:
+            values.append(p.spec.parse(item) if p.spec is not None else item)
+        except Exception as e:  # the value parsers raise argparse.ArgumentTypeError
+            parser.error(f"argument *{param_name}: {e}")
+    return values
 
 
 def parse_args(
     component_fn: Callable[..., object],
     cli_args: Sequence[str],
+    cmpnt_defaults: Mapping[str, str] | None = None,
+    config: Mapping[str, Any] | None = None,
+    *,
     defaults: Mapping[str, str] | None = None,
 ) -> argparse.Namespace:
     """Parses ``cli_args`` into the component's parameters (one attribute per parameter).
 
+    Precedence (high to low): ``cli_args`` > ``config`` > ``cmpnt_defaults`` > the
+    function's own defaults.
+
     >>> def echo(msg: str, *args: str, n: int = 1) -> AppDef: ...
-    >>> parse_args(echo, ["--msg", "hi", "--", "a", "--b"], defaults={"n": "2"})
+    >>> parse_args(echo, ["--msg", "hi", "--", "a", "--b"], cmpnt_defaults={"n": "2"})
     Namespace(msg='hi', args=['a', '--b'], n=2)
+    >>> parse_args(echo, ["--n", "3"], {"n": "2"}, config={"msg": "from config", "n": 5})
+    Namespace(msg='from config', args=[], n=3)
 
     Args:
         component_fn: the component function
         cli_args: the component's command-line arguments (``--help`` prints help and exits)
-        defaults: parameter name to value as typed on the command line (e.g. from a config
-            file); overrides the function's own defaults
+        cmpnt_defaults: parameter name to value as typed on the command line (e.g. from
+            ``.anylaunchconfig``); overrides the function's own defaults
+        config: parameter name to value (typed, e.g. ``2`` or ``["a"]``, or text as typed
+            on the command line), e.g. from a JSON file; overrides ``cmpnt_defaults`` and
+            can supply required parameters and ``*args`` (a list, or a str split like a shell)
+        defaults: the older name of ``cmpnt_defaults``
 
     Returns:
         the parsed values, typed by the parameters' annotations
 
     Raises:
         ComponentArgsError: if the arguments do not match the component's parameters
-        InvalidSpecError: if the component's signature or ``defaults`` cannot work
+        InvalidSpecError: if the component's signature, ``cmpnt_defaults`` or ``config``
+            cannot work (naming the parameter)
     """
-    _check_inputs(component_fn, cli_args, defaults)
+    cmpnt_defaults = _pick_defaults(cmpnt_defaults, defaults)
+    _check_inputs(component_fn, cli_args, cmpnt_defaults, config)
     name = _component_name(component_fn)
-    params = inspect.signature(component_fn).parameters
-    normalized = _normalized_defaults(name, params, defaults)
-    parser, vararg_parsers = _build_parser(component_fn, params, normalized, cli_args)
+    params = _params(component_fn)
+    normalized = _normalized_defaults(name, params, cmpnt_defaults)
+    typed_config = _config_values(name, params, config)
+    parser = _build_parser(component_fn, params, normalized, typed_config, cli_args)
     namespace = parser.parse_args(list(cli_args))
-    for param_name, value_parser in vararg_parsers.items():
-        raw: list[str] = list(getattr(namespace, param_name) or [])
-        if raw[:1] == ["--"]:
-            raw = raw[1:]
-        elif not raw and param_name in normalized:
-            import shlex
-
-            raw = shlex.split(normalized[param_name])
-        values = []
-        for item in raw:
-            try:
-                values.append(value_parser(item))
-            except Exception as e:  # the value parsers raise argparse.ArgumentTypeError
-                parser.error(f"argument *{param_name}: {e}")
-        setattr(namespace, param_name, values)
+    for param_name, p in params.items():
+        value = getattr(namespace, param_name)
+        if p.param.kind is inspect.Parameter.VAR_POSITIONAL:
+            raw = list(value or [])
+            value = _varargs(parser, param_name, p, raw, normalized, typed_config, name)
+        elif value is _FROM_CONFIG:
+            value = typed_config[param_name]
+        elif isinstance(value, _Unparsable):
+            raise _unparsable_error(name, param_name, p, "the command line")
+        setattr(namespace, param_name, value)
     return namespace
+
+
+def component_args_from_str(
+    cmpnt_fn: Callable[..., object],
+    cmpnt_args: Sequence[str],
+    cmpnt_args_defaults: Mapping[str, str] | None = None,
+    config: Mapping[str, Any] | None = None,
+    *,
+    cmpnt_defaults: Mapping[str, str] | None = None,
+) -> ComponentArgs:
+    """Parses a component's command-line arguments and groups them by how they are passed.
+
+    Same inputs and precedence as :func:`parse_args`; both ``--opt value`` and
+    ``--opt=value`` work.
+
+    >>> def example(foo: str, *args: str, bar: str = "asdf") -> AppDef: ...
+    >>> component_args_from_str(example, ["--foo", "fooval", "--bar=barval", "arg1", "arg2"])
+    ComponentArgs(positional_args={'foo': 'fooval'}, var_args=['arg1', 'arg2'], kwargs={'bar': 'barval'})
+
+    Args:
+        cmpnt_fn: the component function
+        cmpnt_args: the component's command-line arguments
+        cmpnt_args_defaults: parameter name to value as typed on the command line
+            (``cmpnt_defaults`` is accepted as another name for it)
+        config: parameter name to value (typed or text), overriding the defaults
+        cmpnt_defaults: the same as ``cmpnt_args_defaults``
+
+    Returns:
+        positional (and positional-or-keyword) arguments, the ``*args`` values and the
+        keyword-only arguments
+
+    Raises:
+        ComponentArgsError: if the arguments do not match the component's parameters
+        InvalidSpecError: if the component's signature, defaults or ``config`` cannot work
+    """
+    if cmpnt_args_defaults is not None and cmpnt_defaults is not None:
+        raise InvalidSpecError(
+            "cmpnt_defaults",
+            "<not shown>",
+            "cmpnt_args_defaults and cmpnt_defaults were both given",
+            "pass only one of them",
+        )
+    defaults = cmpnt_args_defaults if cmpnt_defaults is None else cmpnt_defaults
+    namespace = parse_args(cmpnt_fn, cmpnt_args, defaults, config)
+    positional: dict[str, Any] = {}
+    var_args: list[Any] = []
+    keyword: dict[str, Any] = {}
+    for param_name, param in inspect.signature(cmpnt_fn).parameters.items():
+        value = getattr(namespace, param_name)
+        if param.kind is inspect.Parameter.VAR_POSITIONAL:
+            var_args = list(value)
+        elif param.kind is inspect.Parameter.KEYWORD_ONLY:
+            keyword[param_name] = value
+        else:
+            positional[param_name] = value
+    return ComponentArgs(positional, var_args, keyword)
 
 
 def materialize_appdef(
     component_fn: Callable[..., object],
     cli_args: Sequence[str],
+    cmpnt_defaults: Mapping[str, str] | None = None,
+    config: Mapping[str, Any] | None = None,
+    *,
     defaults: Mapping[str, str] | None = None,
 ) -> AppDef:
     """Calls ``component_fn`` with arguments parsed from ``cli_args`` and returns its AppDef.
@@ -417,6 +556,8 @@ def materialize_appdef(
     >>> app = materialize_appdef(echo, ["--msg", "hello", "--replicas", "2"])
     >>> app.roles[0].args, app.roles[0].num_replicas
     (['hello'], 2)
+    >>> materialize_appdef(echo, [], config={"msg": "from config"}).roles[0].args
+    ['from config']
     >>> materialize_appdef(echo, ["--replicas", "two"])
     Traceback (most recent call last):
     ...
@@ -425,32 +566,28 @@ def materialize_appdef(
     Args:
         component_fn: the component function (returns an AppDef)
         cli_args: the component's command-line arguments
-        defaults: parameter name to value as typed on the command line (e.g. from a config
-            file); overrides the function's own defaults
+        cmpnt_defaults: parameter name to value as typed on the command line (e.g. from
+            ``.anylaunchconfig``); overrides the function's own defaults
+        config: parameter name to value (typed or text), e.g. from a JSON file; overrides
+            ``cmpnt_defaults``, loses to ``cli_args``
+        defaults: the older name of ``cmpnt_defaults``
 
     Returns:
         the AppDef the component built
 
     Raises:
         ComponentArgsError: if the arguments do not match the component's parameters
-        InvalidSpecError: if the component's signature or ``defaults`` cannot work, or the
-            component does not return an AppDef
+        ComponentTypeError: if the component takes ``**kwargs`` or does not return an
+            AppDef (also a TypeError)
+        InvalidSpecError: if the component's signature, ``cmpnt_defaults`` or ``config``
+            cannot work
     """
-    namespace = parse_args(component_fn, cli_args, defaults)
-    positional: list[Any] = []
-    keyword: dict[str, Any] = {}
-    for param_name, param in inspect.signature(component_fn).parameters.items():
-        value = getattr(namespace, param_name)
-        if param.kind is inspect.Parameter.VAR_POSITIONAL:
-            positional.extend(value)
-        elif param.kind is inspect.Parameter.KEYWORD_ONLY:
-            keyword[param_name] = value
-        else:
-            positional.append(value)
-    app = component_fn(*positional, **keyword)
+    cmpnt_defaults = _pick_defaults(cmpnt_defaults, defaults)
+    args = component_args_from_str(component_fn, cli_args, cmpnt_defaults, config)
+    app = component_fn(*args.positional_args.values(), *args.var_args, **args.kwargs)
     if not isinstance(app, AppDef):
         name = _component_name(component_fn)
-        raise InvalidSpecError(
+        raise ComponentTypeError(
             f"return value of component {name!r}",
             type(app).__name__,
             "a component must return an AppDef",

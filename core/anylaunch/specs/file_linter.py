@@ -5,11 +5,15 @@ a Google-style docstring and annotates every parameter with a type the CLI can p
 
 - primitives: ``str``, ``int``, ``float``, ``bool``
 - ``list[P]`` / ``List[P]`` and ``dict[P, P]`` / ``Dict[P, P]`` of primitives ``P``
+- ``tuple[P1, P2, ...]`` / ``Tuple[...]`` of primitives (a fixed number of values), and
+  ``tuple[P, ...]`` (any number of ``P``)
 - ``Optional[X]``, ``Union[X, None]`` and ``X | None`` of any of the above
 - any of these as a string annotation (``"list[str]"``, ``from __future__ import annotations``)
 
 :func:`validate` parses the file with :mod:`ast`: the file is never imported or executed,
-so a component with heavy or broken imports can still be linted.
+so a component with heavy or broken imports can still be linted. The component may be
+defined at the top level or under ``if``/``else``, ``try`` or ``with`` blocks of the module
+(e.g. one definition per Python version); every such definition is checked.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ import abc
 import ast
 import inspect
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -41,11 +45,13 @@ __all__ = [
 _PRIMITIVES = frozenset({"str", "int", "float", "bool"})
 _LISTS = frozenset({"list", "List"})
 _DICTS = frozenset({"dict", "Dict"})
+_TUPLES = frozenset({"tuple", "Tuple"})
 _APPDEF_NAMES = frozenset(
     {"AppDef", "specs.AppDef", "anylaunch.specs.AppDef", "anylaunch.specs.api.AppDef"}
 )
 _SUPPORTED_HELP = (
-    "use str, int, float, bool, list[P], dict[P, P] (P a primitive) or Optional[...] of these"
+    "use str, int, float, bool, list[P], dict[P, P], tuple[P, ...] (P a primitive) "
+    "or Optional[...] of these"
 )
 _DOCS_TIP = (
     "TIP: improve this help string by adding a Google-style docstring to your component "
@@ -170,7 +176,7 @@ def _annotation_error(node: ast.expr) -> str | None:
         return None
     name = _short_name(target.value) if isinstance(target, ast.Subscript) else _dotted(target)
     if not isinstance(target, ast.Subscript):
-        if name in _LISTS or name in _DICTS:
+        if name in _LISTS or name in _DICTS or name in _TUPLES:
             return f"bare {name!r} has no element type (write e.g. {name}[str])"
         return f"unsupported type {ast.unparse(target)!r}"
     params = target.slice.elts if isinstance(target.slice, ast.Tuple) else [target.slice]
@@ -182,13 +188,35 @@ def _annotation_error(node: ast.expr) -> str | None:
         if len(params) != 2:
             return f"{ast.unparse(target)!r} must have a key and a value type (dict[K, V])"
         return _primitive_error(params[0]) or _primitive_error(params[1])
+    if name in _TUPLES:
+        return _tuple_error(target, params)
     return f"unsupported type {ast.unparse(target)!r}"
+
+
+def _tuple_error(target: ast.Subscript, params: list[ast.expr]) -> str | None:
+    """``tuple[P1, ..., Pn]`` (n >= 1) or ``tuple[P, ...]``; every element a primitive."""
+    last = params[-1] if params else None
+    variadic = isinstance(last, ast.Constant) and last.value is Ellipsis
+    elements = params[:-1] if variadic else params
+    if not elements or (variadic and len(elements) != 1):
+        return (
+            f"{ast.unparse(target)!r} must list its element types "
+            "(tuple[P1, P2, ...] of primitives, or tuple[P, ...])"
+        )
+    for element in elements:
+        problem = _primitive_error(element)
+        if problem:
+            return problem
+    return None
 
 
 class ArgTypeValidator(ComponentFunctionValidator):
     """Every parameter (positional, ``*args``, keyword-only) has a supported type annotation.
 
     >>> fn = ast.parse("def f(a: int, b: 'list[str] | None', *rest: str) -> AppDef: ...").body[0]
+    >>> ArgTypeValidator().validate(fn)
+    []
+    >>> fn = ast.parse("def f(a: tuple[int, str], b: Tuple[float, ...]) -> AppDef: ...").body[0]
     >>> ArgTypeValidator().validate(fn)
     []
     >>> fn = ast.parse("def f(a, b: set[str]) -> AppDef: ...").body[0]
@@ -296,7 +324,7 @@ def validate(
     imported. A missing file, a syntax error or a missing function is reported as a message.
 
     >>> import pathlib, tempfile
-    >>> src = "def echo(msg: str) -> AppDef:\\n    'Echoes a message.'\\n"
+    >>> src = "import sys\\nif sys.platform:\\n    def echo(msg: str) -> AppDef:\\n        'Echoes.'\\n"
     >>> with tempfile.TemporaryDirectory() as d:
     ...     p = pathlib.Path(d, "c.py")
     ...     _ = p.write_text(src)
@@ -305,7 +333,8 @@ def validate(
 
     Args:
         path: path to the Python source file
-        component_function: name of the top-level function to check
+        component_function: name of the module-level function to check (top level or
+            under ``if``/``try``/``with`` blocks)
         validators: rules to apply (default: docstring, argument types, return type)
 
     Returns:
@@ -337,24 +366,53 @@ def validate(
             )
         ]
 
-    functions = [n for n in module.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    functions = _module_functions(module.body)
     matches = [n for n in functions if n.name == component_function]
     if not matches:
         hint = did_you_mean(component_function, [n.name for n in functions])
         return [_file_message(f"Function {component_function!r} not found in {path}.{hint}")]
-    fn = matches[-1]  # like Python, the last top-level definition wins
-    if isinstance(fn, ast.AsyncFunctionDef):
-        return [
-            _file_message(
-                f"Function {fn.name!r} is async. Fix: make the component a plain def",
-                fn.lineno,
-                fn.col_offset,
-            )
-        ]
     messages: list[LinterMessage] = []
-    for validator in _default_validators() if validators is None else validators:
-        messages += validator.validate(fn)
+    # every definition is checked: under if/else either one may be the one that runs
+    for fn in matches:
+        if isinstance(fn, ast.AsyncFunctionDef):
+            messages.append(
+                _file_message(
+                    f"Function {fn.name!r} is async. Fix: make the component a plain def",
+                    fn.lineno,
+                    fn.col_offset,
+                )
+            )
+            continue
+        for validator in _default_validators() if validators is None else validators:
+            messages += validator.validate(fn)
     return messages
+
+
+def _module_functions(body: list[ast.stmt]) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
+    """The functions a block of statements defines, in its own body or in its nested
+    ``if``/``try``/``with``/loop blocks (never inside a function or a class). A definition
+    followed by another of the same name in the same block is dropped: it can never run."""
+    found: list[ast.FunctionDef | ast.AsyncFunctionDef] = []
+    for stmt in body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            found = [f for f in found if f.name != stmt.name]
+            found.append(stmt)
+        elif not isinstance(stmt, ast.ClassDef):
+            for block in _nested_blocks(stmt):
+                found.extend(_module_functions(block))
+    return found
+
+
+def _nested_blocks(stmt: ast.stmt) -> Iterator[list[ast.stmt]]:
+    """The statement lists of a compound statement (bodies, else, except and case blocks)."""
+    for _, value in ast.iter_fields(stmt):
+        if not isinstance(value, list) or not value:
+            continue
+        if isinstance(value[0], ast.stmt):
+            yield value
+        elif isinstance(value[0], (ast.excepthandler, ast.match_case)):
+            for clause in value:
+                yield clause.body
 
 
 # ---------------------------------------------------------------------------------------------
@@ -483,10 +541,12 @@ def _usage_info(parameter: inspect.Parameter) -> str:
 def get_fn_docstring(fn: Callable[..., object]) -> tuple[str, dict[str, str]]:
     """Returns a component's description and a help text for each of its parameters.
 
-    The texts come from the Google-style docstring. Without a docstring (or under
-    ``python -OO``, which strips docstrings) the description is the function's name plus a
-    tip on writing one; a parameter missing from the docstring is described by its name.
-    Every parameter's text ends with `` (required)`` or `` (default: X)``.
+    The texts come from the Google-style docstring. The description is the summary (the
+    first line) and, on the next line, the longer description (the paragraphs before the
+    first section, blank lines inside it kept). Without a docstring (or under ``python -OO``,
+    which strips docstrings) the description is the function's name plus a tip on writing
+    one; a parameter missing from the docstring is described by its name. Every parameter's
+    text ends with `` (required)`` or `` (default: X)``.
 
     >>> def echo(msg: str, num: int = 1) -> None:
     ...     '''Prints a message.
@@ -496,6 +556,15 @@ def get_fn_docstring(fn: Callable[..., object]) -> tuple[str, dict[str, str]]:
     ...     '''
     >>> get_fn_docstring(echo)
     ('Prints a message.', {'msg': 'what to print (required)', 'num': 'num (default: 1)'})
+    >>> def train() -> None:
+    ...     '''Trains a model.
+    ...
+    ...     Uses DDP.
+    ...
+    ...     Scales to many nodes.
+    ...     '''
+    >>> get_fn_docstring(train)[0]
+    'Trains a model.\\nUses DDP.\\n\\nScales to many nodes.'
 
     Args:
         fn: the component function, with or without a docstring
@@ -509,6 +578,9 @@ def get_fn_docstring(fn: Callable[..., object]) -> tuple[str, dict[str, str]]:
     default_description = f"{name} {_DOCS_TIP}"
     docstring = inspect.getdoc(fn)
     description, documented = parse_fn_docstring(docstring) if docstring else ("", {})
+    summary, _, long_description = description.partition("\n")
+    if long_description.strip():
+        description = f"{summary}\n{long_description.strip()}"
     args = {
         param_name: (documented.get(param_name) or param_name) + _usage_info(parameter)
         for param_name, parameter in inspect.signature(fn).parameters.items()

@@ -2,15 +2,27 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Union
+from enum import Enum
+from typing import Union
 
-from anylaunch.specs.errors import (
-    InvalidSpecError,
-)
+from anylaunch.specs.errors import InvalidSpecError
 
-if TYPE_CHECKING:
-    pass
+__all__ = ["BindMount", "DeviceMount", "Mount", "MountType", "VolumeMount", "parse_mounts"]
+
+
+class MountType(str, Enum):
+    """The ``type=`` of a mount option.
+
+    >>> MountType("bind") is MountType.BIND, MountType.DEVICE.value
+    (True, 'device')
+    """
+
+    BIND = "bind"
+    VOLUME = "volume"
+    DEVICE = "device"
+
 
 # ---------------------------------------------------------------------------------------------
 # Mounts
@@ -62,6 +74,7 @@ _MOUNT_KEYS = {
     "destination": "dst",
     "target": "dst",
     "readonly": "readonly",
+    "read_only": "readonly",
     "ro": "readonly",
     "perm": "perm",
     "permissions": "perm",
@@ -79,13 +92,32 @@ def _mount_error(spec: str, problem: str) -> InvalidSpecError:
     )
 
 
+def _read_only(spec: str, value: str) -> bool:
+    lowered = value.strip().lower()
+    if lowered in ("true", "1", "yes"):
+        return True
+    if lowered in ("false", "0", "no"):
+        return False
+    raise _mount_error(spec, f"readonly={value!r} is not one of true/false/1/0/yes/no")
+
+
 def parse_mounts(opts: list[str]) -> list[BindMount | VolumeMount | DeviceMount]:
     """Parses Docker-style mount options into typed mounts.
 
-    Several mounts may share one list; ``type`` must come first in each.
+    Several mounts may share one list; ``type`` must come first in each. Items may be
+    separate list elements or joined by commas:
+
+    - ``type=bind,src=<host path>,dst=<container path>[,readonly]`` (``~`` in the host path
+      is expanded to the home directory)
+    - ``type=volume,src=<name/id>,dst=<container path>[,readonly]``
+    - ``type=device,src=/dev/<dev>[,dst=<container path>][,perm=rwm]``
+
+    ``readonly`` may be bare or ``readonly=true|false`` (also ``1/0``, ``yes/no``).
 
     >>> parse_mounts(["type=bind,src=/host,dst=/container,readonly"])
     [BindMount(src_path='/host', dst_path='/container', read_only=True)]
+    >>> parse_mounts(["type=bind", "src=~/data", "dst=/data"])[0].src_path == os.path.expanduser("~/data")
+    True
     >>> parse_mounts(["type=volume", "src=data", "dst=/data", "type=device", "src=/dev/fuse"])
     [VolumeMount(src='data', dst_path='/data', read_only=False), DeviceMount(src_path='/dev/fuse', dst_path='/dev/fuse', permissions='rwm')]
     """
@@ -121,11 +153,12 @@ def parse_mounts(opts: list[str]) -> list[BindMount | VolumeMount | DeviceMount]
     mounts: list[BindMount | VolumeMount | DeviceMount] = []
     for group in groups:
         kind = group["type"]
-        read_only = group.get("readonly", "false").lower() in ("true", "1", "yes")
+        read_only = _read_only(spec, group.get("readonly", "false"))
         if kind in ("bind", "volume") and ("src" not in group or "dst" not in group):
             raise _mount_error(spec, f"a {kind} mount needs src and dst")
         if kind == "bind":
-            mounts.append(BindMount(group["src"], group["dst"], read_only))
+            src = os.path.expanduser(group["src"])
+            mounts.append(BindMount(src, group["dst"], read_only))
         elif kind == "volume":
             mounts.append(VolumeMount(group["src"], group["dst"], read_only))
         elif kind == "device":
