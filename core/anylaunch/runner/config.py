@@ -263,7 +263,9 @@ def load(
     opts: runopts | None = None,
 ) -> None:
     """Adds the ``[scheduler]`` section of the INI file ``f`` to ``cfg`` without overriding
-    keys ``cfg`` already has. Values are cast with the scheduler's run options.
+    keys ``cfg`` already has. Values are cast with the scheduler's run options; ``None`` (or
+    an empty value) means unset. A key that is no run option is skipped with a warning,
+    unless it looks like a misspelt one.
 
     >>> import io
     >>> from anylaunch.specs import runopts
@@ -282,8 +284,9 @@ def load(
         opts: the scheduler's run options (created from the scheduler registry if omitted)
 
     Raises:
-        InvalidConfigFileError: the file is malformed, or the section has an unknown option,
-            an uncastable value or a FIXME placeholder (naming the file, section and key).
+        InvalidConfigFileError: the file is malformed, or the section has a misspelt option,
+            an uncastable value, a FIXME placeholder, or one option under two spellings with
+            different values (naming the file, section and key; never the value).
     """
     path = str(getattr(f, "name", "<config>"))
     _load_parsed(scheduler, _read(f, path), path, cfg, opts)
@@ -370,7 +373,7 @@ def apply(
     opts: runopts | None = None,
 ) -> None:
     """Fills ``cfg`` in place from the ``[scheduler]`` sections of the config files, without
-    overriding keys it already has (explicit > CWD file > HOME file > scheduler defaults).
+    overriding keys it already has (explicit > $HOME file > CWD file > scheduler defaults).
 
     >>> import os, tempfile
     >>> from anylaunch.specs import runopts
@@ -390,6 +393,11 @@ def apply(
         cfg: the run config to fill
         dirs: directories to look in, highest precedence first (see :func:`find_configs`)
         opts: the scheduler's run options (created from the scheduler registry if omitted)
+
+    Raises:
+        FileNotFoundError: ``$ANYLAUNCHCONFIG`` names no file (see :func:`find_configs`).
+        InvalidConfigFileError: a file or its ``[scheduler]`` section is invalid (see
+            :func:`load`).
     """
     if not isinstance(scheduler, str) or not scheduler:
         raise InvalidSpecError(
