@@ -5,16 +5,23 @@ Sections:
 - ``[SCHEDULER]`` (e.g. ``[local_cwd]``): that scheduler's run options (``cfg``). Values are
   written as on the command line and cast with the scheduler's runopts (``True``/``False``,
   ``a;b;c`` for lists, ``k:v,k2:v2`` for dicts). An empty value or ``None`` means "unset here".
+  A key that is no run option of the scheduler is skipped with a warning, unless it looks
+  like a misspelt one (``log_dri``): that is an error, since the run would silently use the
+  default instead.
 - ``[component:NAME]``: default arguments of component ``NAME``, as typed on the command line.
 - ``[cli:run]``: defaults for ``anylaunch run`` (e.g. ``scheduler``, ``component``).
 
 Which files are read, highest precedence first (a key comes from the first file that has it):
 
-1. ``dirs`` given to a function: ``{dir}/.anylaunchconfig`` for each dir, in order.
-2. else ``$ANYLAUNCHCONFIG``, if set and non-empty: that file only (``/dev/null`` reads nothing).
-3. else ``./.anylaunchconfig`` (the current directory), then ``$HOME/.anylaunchconfig``.
+1. ``$ANYLAUNCHCONFIG``, if set: that file only, even when ``dirs`` are given. A missing file
+   is an error (FileNotFoundError); an empty value reads no file at all (so does
+   ``/dev/null``).
+2. else ``{dir}/.anylaunchconfig`` for each of the ``dirs`` given to a function, in order.
+3. else (no or empty ``dirs``) ``$HOME/.anylaunchconfig`` (the user's, which overlays the
+   project's), then ``./.anylaunchconfig`` (the current directory's).
 
-Run options passed explicitly (``cfg``) always win over every file. Example::
+Run options passed explicitly (``cfg``) always win over every file, and the scheduler's
+defaults apply to what no file sets. Example::
 
     # ./.anylaunchconfig
     [local_cwd]
@@ -35,7 +42,7 @@ from collections.abc import Iterable, MutableMapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from anylaunch.specs.errors import InvalidSpecError, did_you_mean
+from anylaunch.specs.errors import InvalidRunConfigException, InvalidSpecError, did_you_mean
 from anylaunch.specs.runopts import CfgVal, camel_to_snake, runopt, runopts
 
 if TYPE_CHECKING:
@@ -45,6 +52,7 @@ __all__ = [
     "CONFIG_FILE",
     "CONFIG_PREFIX_DELIM",
     "ENV_ANYLAUNCHCONFIG",
+    "ConfigFileNotFoundError",
     "InvalidConfigFileError",
     "apply",
     "dump",
@@ -94,6 +102,28 @@ class InvalidConfigFileError(InvalidSpecError):
         super().__init__(where, value, problem, fix)
 
 
+class ConfigFileNotFoundError(InvalidConfigFileError, FileNotFoundError):
+    """``$ANYLAUNCHCONFIG`` names a file that does not exist (or is a directory).
+
+    It is a FileNotFoundError, as in TorchX, and an anylaunch input error.
+
+    >>> err = ConfigFileNotFoundError("/no/such.ini")
+    >>> isinstance(err, FileNotFoundError), err.path
+    (True, '/no/such.ini')
+    """
+
+    def __init__(self, path: str) -> None:
+        super().__init__(
+            path,
+            None,
+            None,
+            path,
+            f"${ENV_ANYLAUNCHCONFIG} names a file that does not exist",
+            f"point {ENV_ANYLAUNCHCONFIG} at a config file, set it empty to read no file, "
+            "or unset it to read $HOME/.anylaunchconfig and ./.anylaunchconfig",
+        )
+
+
 def _configparser() -> configparser.ConfigParser:
     import configparser
 
@@ -133,36 +163,41 @@ def _read_path(path: str) -> configparser.ConfigParser:
 def find_configs(dirs: Iterable[str] | None = None) -> list[str]:
     """Returns the config files to read, highest precedence first.
 
-    With ``dirs``: each ``{dir}/.anylaunchconfig`` that exists. Without: ``$ANYLAUNCHCONFIG``
-    if set (it must exist), else ``./.anylaunchconfig`` then ``$HOME/.anylaunchconfig``.
+    ``$ANYLAUNCHCONFIG``, when set, names the only file (even if ``dirs`` are given; an empty
+    value: no file). Otherwise each ``{dir}/.anylaunchconfig`` of ``dirs`` that exists, in
+    order; with no or empty ``dirs``: ``$HOME/.anylaunchconfig`` then ``./.anylaunchconfig``.
 
-    >>> find_configs(dirs=["/no/such/dir"])
+    >>> import os, tempfile
+    >>> d = tempfile.mkdtemp()
+    >>> _ = open(os.path.join(d, ".anylaunchconfig"), "w").write("[local_cwd]\\n")
+    >>> saved = os.environ.pop("ANYLAUNCHCONFIG", None)
+    >>> find_configs(dirs=[d, "/no/such/dir"]) == [os.path.join(d, ".anylaunchconfig")]
+    True
+    >>> os.environ["ANYLAUNCHCONFIG"] = ""  # set: it wins over dirs; empty: no file
+    >>> find_configs(dirs=[d])
     []
+    >>> if saved is None: del os.environ["ANYLAUNCHCONFIG"]
+    ... else: os.environ["ANYLAUNCHCONFIG"] = saved
 
     Raises:
-        InvalidConfigFileError: ``$ANYLAUNCHCONFIG`` names a path that is not a file.
+        FileNotFoundError: ``$ANYLAUNCHCONFIG`` names a path that is not a file
+            (a :class:`ConfigFileNotFoundError`).
     """
     if dirs is not None and isinstance(dirs, str):
         raise InvalidSpecError(
             "dirs", dirs, "must be a list of directories, not a str", f"pass dirs=[{dirs!r}]"
         )
+    env_file = os.environ.get(ENV_ANYLAUNCHCONFIG)
+    if env_file is not None:
+        if not env_file:
+            return []  # set but empty: read no file at all
+        if not os.path.exists(env_file) or os.path.isdir(env_file):
+            raise ConfigFileNotFoundError(env_file)
+        return [env_file]
     dir_list = list(dirs) if dirs is not None else []
     if not dir_list:
-        env_file = os.environ.get(ENV_ANYLAUNCHCONFIG, "")
-        if env_file:
-            if not os.path.exists(env_file) or os.path.isdir(env_file):
-                raise InvalidConfigFileError(
-                    env_file,
-                    None,
-                    None,
-                    env_file,
-                    f"${ENV_ANYLAUNCHCONFIG} names a file that does not exist",
-                    f"point {ENV_ANYLAUNCHCONFIG} at a config file (or /dev/null to read none), "
-                    "or unset it",
-                )
-            return [env_file]
         # computed per call (not at import) so a changed cwd or $HOME is honoured
-        dir_list = [str(Path.cwd()), str(Path.home())]
+        dir_list = [str(Path.home()), str(Path.cwd())]
     found: list[str] = []
     seen: set[str] = set()
     for d in dir_list:
@@ -171,6 +206,9 @@ def find_configs(dirs: Iterable[str] | None = None) -> list[str]:
         if real in seen or not os.path.isfile(path):
             continue
         seen.add(real)
+        if not os.access(path, os.R_OK):
+            log.warning("%s is not readable and is skipped", path)
+            continue
         found.append(path)
     return found
 
@@ -191,8 +229,16 @@ def _scheduler_run_opts(scheduler: str) -> runopts:
         sched.close()
 
 
+def _is_placeholder(value: str) -> bool:
+    """``FIXME`` (ours) or ``#FIXME:(type) help`` (a template written by TorchX)."""
+    text = value.strip().lstrip("#").strip()
+    return text == FIXME or text.startswith((f"{FIXME}:", f"{FIXME} "))
+
+
 def _cast(path: str, scheduler: str, name: str, value: str, opt: runopt) -> CfgVal:
-    if value.strip() == FIXME or value.strip().startswith(f"{FIXME}:"):
+    if value.strip() in _UNSET:
+        return None
+    if _is_placeholder(value):
         raise InvalidConfigFileError(
             path,
             scheduler,
@@ -217,7 +263,9 @@ def load(
     opts: runopts | None = None,
 ) -> None:
     """Adds the ``[scheduler]`` section of the INI file ``f`` to ``cfg`` without overriding
-    keys ``cfg`` already has. Values are cast with the scheduler's run options.
+    keys ``cfg`` already has. Values are cast with the scheduler's run options; ``None`` (or
+    an empty value) means unset. A key that is no run option is skipped with a warning,
+    unless it looks like a misspelt one.
 
     >>> import io
     >>> from anylaunch.specs import runopts
@@ -236,8 +284,9 @@ def load(
         opts: the scheduler's run options (created from the scheduler registry if omitted)
 
     Raises:
-        InvalidConfigFileError: the file is malformed, or the section has an unknown option,
-            an uncastable value or a FIXME placeholder (naming the file, section and key).
+        InvalidConfigFileError: the file is malformed, or the section has a misspelt option,
+            an uncastable value, a FIXME placeholder, or one option under two spellings with
+            different values (naming the file, section and key; never the value).
     """
     path = str(getattr(f, "name", "<config>"))
     _load_parsed(scheduler, _read(f, path), path, cfg, opts)
@@ -256,24 +305,64 @@ def _load_parsed(
         opts = _scheduler_run_opts(scheduler)
     present = _canonical_keys(cfg, opts)
     known = [name for name, _ in opts]
+    spellings: dict[str, list[tuple[str, str]]] = {}
     for key, value in parser.items(scheduler):
-        opt = opts.get(key)
-        if opt is None:
-            raise InvalidConfigFileError(
-                path,
-                scheduler,
-                key,
-                value,
-                f"not a run option of the {scheduler} scheduler{did_you_mean(key, known)}",
-                f"remove or rename it; options: {', '.join(sorted(known)) or '(none)'} "
-                f"(`anylaunch runopts {scheduler}` explains them)",
-            )
+        if opts.get(key) is None:
+            _unknown_key(path, scheduler, key, known)
+            continue
         name = key if key in known else camel_to_snake(key)
+        spellings.setdefault(name, []).append((key, value))
+    for name, written in spellings.items():
         if name in present:
             continue  # an explicit or higher-precedence value wins
-        cfg[name] = None if value.strip() in _UNSET else _cast(path, scheduler, key, value, opt)
+        opt = opts.get(name)
+        assert opt is not None  # every name here is a known option
+        key, value = written[0]
+        cfg[name] = _cast(path, scheduler, key, value, opt)
+        for other_key, other_value in written[1:]:
+            if _cast(path, scheduler, other_key, other_value, opt) != cfg[name]:
+                raise _ConflictingSpellingsError(
+                    path,
+                    scheduler,
+                    other_key,
+                    f"<{type(cfg[name]).__name__}>",
+                    f"run option {name} is also set as {key} in this section, to another value",
+                    f"keep one of them, as {name}",
+                )
         present.add(name)
     return opts
+
+
+class _ConflictingSpellingsError(InvalidConfigFileError, InvalidRunConfigException):
+    """One section sets an option under two spellings (``logDir`` and ``log_dir``) to
+    different values. An InvalidRunConfigException too, as in TorchX."""
+
+
+def _unknown_key(path: str, scheduler: str, key: str, known: Sequence[str]) -> None:
+    """A key that is no run option: an error if it looks like a misspelt one (the run would
+    silently use the default), else skipped with a warning, as TorchX does (e.g. an option
+    of another version of the scheduler). The value is never shown: it may be a secret."""
+    hint = did_you_mean(key, known) or did_you_mean(key.lower(), known)
+    options = ", ".join(sorted(known)) or "(none)"
+    if hint:
+        raise InvalidConfigFileError(
+            path,
+            scheduler,
+            key,
+            "<not shown>",
+            f"not a run option of the {scheduler} scheduler.{hint}",
+            f"rename or remove it; options: {options} "
+            f"(`anylaunch runopts {scheduler}` explains them)",
+        )
+    log.warning(
+        "%s: [%s] %s is not a run option of the %s scheduler and is ignored; remove it to "
+        "silence this warning (options: %s)",
+        path,
+        scheduler,
+        key,
+        scheduler,
+        options,
+    )
 
 
 def apply(
@@ -284,7 +373,7 @@ def apply(
     opts: runopts | None = None,
 ) -> None:
     """Fills ``cfg`` in place from the ``[scheduler]`` sections of the config files, without
-    overriding keys it already has (explicit > CWD file > HOME file > scheduler defaults).
+    overriding keys it already has (explicit > $HOME file > CWD file > scheduler defaults).
 
     >>> import os, tempfile
     >>> from anylaunch.specs import runopts
@@ -304,6 +393,11 @@ def apply(
         cfg: the run config to fill
         dirs: directories to look in, highest precedence first (see :func:`find_configs`)
         opts: the scheduler's run options (created from the scheduler registry if omitted)
+
+    Raises:
+        FileNotFoundError: ``$ANYLAUNCHCONFIG`` names no file (see :func:`find_configs`).
+        InvalidConfigFileError: a file or its ``[scheduler]`` section is invalid (see
+            :func:`load`).
     """
     if not isinstance(scheduler, str) or not scheduler:
         raise InvalidSpecError(
@@ -315,18 +409,22 @@ def apply(
         )
     for path in find_configs(dirs):
         parser = _read_path(path)
-        _warn_unknown_sections(parser, path)
+        _warn_unknown_sections(parser, path, scheduler)
         opts = _load_parsed(scheduler, parser, path, cfg, opts)
         log.debug("applied [%s] from %s", scheduler, path)
 
 
-def _warn_unknown_sections(parser: configparser.ConfigParser, path: str) -> None:
+def _warn_unknown_sections(parser: configparser.ConfigParser, path: str, applied: str) -> None:
     """A plain ``[name]`` section configures the scheduler of that name: one that names no
-    scheduler (``[local_cwdd]``) would be ignored without a word, so say so."""
+    scheduler (``[local_cwdd]``) would be ignored without a word, so say so. The ``applied``
+    scheduler's own section is being read: never warn about it (a Runner may know schedulers
+    that the registry does not)."""
     from anylaunch.schedulers import get_scheduler_factories
 
     names = [
-        s for s in parser.sections() if CONFIG_PREFIX_DELIM not in s and s != _NO_DEFAULT_SECTION
+        s
+        for s in parser.sections()
+        if CONFIG_PREFIX_DELIM not in s and s not in (_NO_DEFAULT_SECTION, applied)
     ]
     if not names:
         return
@@ -398,16 +496,32 @@ def _check_name(field: str, value: object) -> None:
         raise InvalidSpecError(field, value, "must be a non-empty str", "e.g. 'component'")
 
 
-def _format_default(opt: runopt) -> str:
-    """The inverse of ``runopt.cast_to_type`` for an option's default."""
+def _format_default(opt: runopt) -> str | None:
+    """The option's default as a config value (``None`` for no default or an empty list or
+    dict, as TorchX writes them), or None if it would not load back as the same value.
+
+    >>> _format_default(runopt(["a", "b"], list[str], False, "")), _format_default(runopt([], list[str], False, ""))
+    ('a;b', 'None')
+    >>> _format_default(runopt(["a;b"], list[str], False, "")) is None
+    True
+    """
     value = opt.default
-    if value is None:
-        return ""
+    if value is None or (isinstance(value, (list, dict)) and not value):
+        return "None"
     if isinstance(value, list):
-        return ";".join(value)
-    if isinstance(value, dict):
-        return ",".join(f"{k}:{v}" for k, v in value.items())
-    return str(value)
+        text = ";".join(value)
+    elif isinstance(value, dict):
+        text = ",".join(f"{k}:{v}" for k, v in value.items())
+    else:
+        text = str(value)
+    if text in _UNSET:
+        return "None"  # reads back as unset: the default ("" or "None") applies
+    if "\n" in text or text != text.strip() or _is_placeholder(text):
+        return None
+    try:
+        return text if opt.cast_to_type(text) == value else None
+    except (TypeError, ValueError):
+        return None
 
 
 def _one_line(text: str) -> str:
@@ -420,14 +534,26 @@ def _type_label(opt: runopt) -> str:
 
 
 def dump(f: TextIO, schedulers: Sequence[str] | None = None, required_only: bool = False) -> None:
-    """Writes a commented ``.anylaunchconfig`` template of the schedulers' run options.
+    """Writes a ``.anylaunchconfig`` template of the schedulers' run options to ``f``.
 
-    Required options get a ``FIXME`` value that must be replaced; optional ones are written
-    commented out with their default (uncomment to override it). A scheduler whose module or
-    SDK cannot be loaded is skipped with a comment saying why.
+    As in TorchX, each scheduler gets a ``[name]`` section; optional options are pre-filled
+    with their defaults (``None`` for none) and required ones get a ``FIXME`` placeholder
+    that must be replaced (loading it is an error). Each option follows a comment with its
+    type and help. A default that cannot be written as a value (e.g. a list item holding
+    ``;``) is left commented out. A scheduler whose module or SDK cannot be loaded is skipped
+    with a comment saying why.
 
     >>> import io
     >>> out = io.StringIO()
+    >>> dump(out, schedulers=["local_cwd"])
+    >>> print(out.getvalue())
+    # ...
+    [local_cwd]
+    ...
+    cancel_grace_s = 5.0
+    ...
+    log_dir = None
+    ...
     >>> dump(out, schedulers=["no_such_scheduler_xyz"])
     Traceback (most recent call last):
     ...
@@ -437,15 +563,27 @@ def dump(f: TextIO, schedulers: Sequence[str] | None = None, required_only: bool
         f: where to write
         schedulers: scheduler names (default: every registered scheduler)
         required_only: write only the required options
+
+    Raises:
+        ValueError: a scheduler name is unknown (an UnknownSchedulerException); nothing
+            is written then.
     """
     from anylaunch.schedulers import get_scheduler_factories, get_scheduler_factory
 
+    if isinstance(schedulers, str):
+        raise InvalidSpecError(
+            "schedulers",
+            schedulers,
+            "must be a list of scheduler names, not a str",
+            f"pass schedulers=[{schedulers!r}]",
+        )
     names = list(schedulers) if schedulers else list(get_scheduler_factories())
     factories = {name: get_scheduler_factory(name) for name in names}  # unknown names fail here
     f.write(
         f"# {CONFIG_FILE}: anylaunch defaults (INI). Sections: [SCHEDULER] run options,\n"
         "# [component:NAME] component arguments, [cli:run] `anylaunch run` defaults.\n"
-        f"# Replace every {FIXME}; uncomment a line to override the scheduler's default.\n"
+        f"# Replace every {FIXME}. Optional options hold the scheduler's defaults: remove\n"
+        "# the ones you keep as they are, so that a later change of a default reaches you.\n"
     )
     for name, factory in factories.items():
         try:
@@ -467,5 +605,9 @@ def dump(f: TextIO, schedulers: Sequence[str] | None = None, required_only: bool
             f.write(f"# {opt_name} ({_type_label(opt)}, {kind}): {_one_line(opt.help)}\n")
             if opt.is_required:
                 f.write(f"{opt_name} = {FIXME}\n")
+                continue
+            value = _format_default(opt)
+            if value is None:
+                f.write(f"# {opt_name} = (its default cannot be written as a value)\n")
             else:
-                f.write(f"# {opt_name} = {_format_default(opt)}\n".replace(" \n", "\n"))
+                f.write(f"{opt_name} = {value}\n")

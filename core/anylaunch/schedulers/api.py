@@ -110,17 +110,47 @@ class Scheduler(abc.ABC, Generic[T]):
     # --- submission ---------------------------------------------------------------------
 
     def submit(self, app: AppDef, cfg: T, workspace: str | Workspace | None = None) -> str:
-        """Submits an app directly (dryrun then schedule). Prefer ``Runner.run``."""
-        if workspace is not None:
-            from anylaunch.workspace.api import WorkspaceMixin
+        """Submits an app directly and returns its app_id. Prefer ``Runner.run``.
 
-            if isinstance(self, WorkspaceMixin) and app.roles:
-                role = app.roles[0]
-                ws = (
-                    workspace if isinstance(workspace, Workspace) else Workspace.from_str(workspace)
-                )
-                self.build_workspace_and_update_role(role, ws, self.run_opts().resolve(cfg))  # type: ignore[arg-type]
-        return self.schedule(self.submit_dryrun(app, cfg))
+        Resolves ``cfg`` against :meth:`run_opts`; then, given a ``workspace`` (a
+        :class:`Workspace` or its string form; ``None`` or ``""`` means none), makes it the
+        first role's workspace and builds every role that has a workspace into that role's
+        image through the scheduler's ``WorkspaceMixin``. Then :meth:`submit_dryrun` and
+        :meth:`schedule`. As in TorchX, the build updates the caller's roles in place
+        (``Runner.run`` works on a copy instead).
+
+        Raises:
+            ValueError: a workspace is given but the scheduler does not support workspaces
+                (an :class:`~anylaunch.specs.errors.InvalidSpecError`).
+            InvalidRunConfigException: ``cfg`` has an unknown, missing or mistyped option.
+        """
+        resolved = self.run_opts().resolve(cfg if cfg is not None else {})  # type: ignore[arg-type]
+        ws = _as_workspace(workspace)
+        if ws is not None:
+            self._build_workspaces(app, ws, resolved)
+        return self.schedule(self.submit_dryrun(app, resolved))  # type: ignore[arg-type]
+
+    def _build_workspaces(self, app: AppDef, ws: Workspace, cfg: Mapping[str, CfgVal]) -> None:
+        from anylaunch.workspace.api import WorkspaceMixin
+
+        if not isinstance(self, WorkspaceMixin):
+            raise InvalidSpecError(
+                "workspace",
+                str(ws),
+                f"the {self.backend} scheduler does not support workspaces",
+                "build your code into the role's image and pass workspace=None, or submit "
+                "to a scheduler that supports workspaces",
+            )
+        if not isinstance(app, AppDef):
+            raise InvalidSpecError(
+                "app", type(app).__name__, "must be an AppDef", "pass specs.AppDef(...)"
+            )
+        app.validate()  # a role to hold the workspace, and sane roles before a costly build
+        app.roles[0].workspace = ws
+        self._pre_build_validate(app, self.backend, cfg)  # type: ignore[arg-type]
+        for role in app.roles:
+            if role.workspace is not None:
+                self.build_workspace_and_update_role(role, role.workspace, cfg)
 
     def submit_dryrun(self, app: AppDef, cfg: T) -> AppDryRunInfo[object]:
         """Returns the scheduler request without submitting.
@@ -199,9 +229,22 @@ class Scheduler(abc.ABC, Generic[T]):
     # --- control --------------------------------------------------------------------------
 
     def cancel(self, app_id: str) -> None:
-        """Cancels the app. Idempotent: a no-op for an unknown or finished app. Does not block."""
-        desc = self.describe(app_id)
-        if desc is None or is_terminal(desc.state):
+        """Cancels the app. Idempotent: a no-op for an unknown or finished app. Does not block.
+
+        As in TorchX, :meth:`_cancel_existing` runs only if :meth:`exists` says the app
+        exists. It is also skipped once the app has ended, so a finished app never gets a
+        cancel request recorded against it (see :meth:`cancel_requested`).
+        """
+        if type(self).exists is Scheduler.exists:
+            # the default exists() is "describe() is not None": ask the backend once
+            desc = self.describe(app_id)
+            if desc is None:
+                return
+        elif not self.exists(app_id):
+            return
+        else:
+            desc = self.describe(app_id)
+        if desc is not None and is_terminal(desc.state):
             return
         self._cancel_existing(app_id)
 
@@ -290,6 +333,20 @@ class Scheduler(abc.ABC, Generic[T]):
             f"the {self.backend} scheduler does not support log iteration; "
             "read the logs in the backend's own UI"
         )
+
+
+def _as_workspace(workspace: object) -> Workspace | None:
+    """The workspace a ``submit`` caller passed: None for ``None`` or a blank string."""
+    if workspace is None or isinstance(workspace, Workspace):
+        return workspace
+    if isinstance(workspace, str):
+        return Workspace.from_str(workspace) if workspace.strip() else None
+    raise InvalidSpecError(
+        "workspace",
+        type(workspace).__name__,
+        "must be a path string, a Workspace or None",
+        "pass e.g. '.' or Workspace(projects={'.': ''})",
+    )
 
 
 @dataclass(frozen=True)
