@@ -542,7 +542,7 @@ def test_invalid_config_or_app_fails_in_dryrun_and_nothing_is_submitted(
     assert backend.apps == {}
 
 
-def test_cfg_precedence_explicit_over_cwd_over_home_over_default(backend: ProcBackend) -> None:
+def test_cfg_precedence_explicit_over_home_over_cwd_over_default(backend: ProcBackend) -> None:
     home, cwd = Path(os.environ["HOME"]), Path.cwd()
     with make_runner(backend) as runner:
         assert runner.dryrun(sh_app("true"), "proc").request.cfg["tag"] == "none"
@@ -551,9 +551,10 @@ def test_cfg_precedence_explicit_over_cwd_over_home_over_default(backend: ProcBa
         cfg = runner.dryrun(sh_app("true"), "proc").request.cfg
         assert (cfg["tag"], cfg["verbose"]) == ("home", True)
 
+        # TorchX's rule: $HOME's file is read first, and the first value read wins
         (cwd / ".anylaunchconfig").write_text("[proc]\ntag = cwd\ntags = a;b\n")
         cfg = runner.dryrun(sh_app("true"), "proc").request.cfg
-        assert (cfg["tag"], cfg["verbose"], cfg["tags"]) == ("cwd", True, ["a", "b"])
+        assert (cfg["tag"], cfg["verbose"], cfg["tags"]) == ("home", True, ["a", "b"])
 
         cfg = runner.dryrun(sh_app("true"), "proc", cfg={"tag": "explicit"}).request.cfg
         assert (cfg["tag"], cfg["verbose"]) == ("explicit", True)

@@ -288,8 +288,7 @@ def test_workspace_merge_into_copies_projects(tmp_path: os.PathLike[str]) -> Non
 def test_workspace_missing_path_is_clear(tmp_path: os.PathLike[str]) -> None:
     with pytest.raises(InvalidSpecError, match="does not exist"):
         Workspace(projects={os.path.join(tmp_path, "nope"): ""}).merge_into(tmp_path)
-    with pytest.raises(InvalidSpecError, match="non-empty"):
-        Workspace(projects={})
+    assert not Workspace(projects={})  # TorchX: an empty workspace is allowed, and falsy
 
 
 @pytest.mark.parametrize(

@@ -409,7 +409,7 @@ def test_fixture_docstrings_parse() -> None:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     description, args = get_fn_docstring(module.trainer)
-    assert description.startswith("Trains a model with a script.\n\nUsage:")
+    assert description.startswith("Trains a model with a script.\nUsage:")
     assert args["lr"] == "learning rate (default: 0.1)"
     assert args["script_args"] == "arguments passed to the script (optional)"
     assert set(args) == set(inspect.signature(module.trainer).parameters)

@@ -186,7 +186,6 @@ def _app(**role_fields: object) -> dict:
             "Role[r].retry_policy='SOMETIMES' is invalid: is not a RetryPolicy",
         ),
         (_app(workspace={"project": {".": ""}}), "Did you mean 'projects'?"),
-        (_app(workspace={"projects": {}}), "Workspace.projects={} is invalid"),
     ],
 )
 def test_bad_data_is_named_with_the_fix(data: dict, expected: str) -> None:
