@@ -67,8 +67,8 @@ if TYPE_CHECKING:
         halve_mem_down_to,
         powers_of_two_gpus,
     )
-    from anylaunch.plugins.registration import register
     from anylaunch.plugins.plugin_registry import PluginRegistry, find, registry
+    from anylaunch.plugins.registration import register
     from anylaunch.plugins.types import PluginSource, PluginType
 
 _LAZY = {

@@ -62,7 +62,7 @@ def powers_of_two_gpus(resource: Resource) -> dict[float, str]:
     return out
 
 
-def halve_mem_down_to(*, minGiB: int) -> Callable[[Resource], dict[float, str]]:  # noqa: N803
+def halve_mem_down_to(*, minGiB: int) -> Callable[[Resource], dict[float, str]]:
     """Returns a ``fractionals`` callable that halves the memory (in GiB) down to ``minGiB``.
 
     >>> from anylaunch.specs import Resource

@@ -37,7 +37,7 @@ def on_clear(hook: Callable[[], None]) -> None:
 class PluginRegistry:
     """Plugins found in the ``anylaunch_plugins`` namespace package and in entry points.
 
-    Each kind is discovered on its first :meth:`get` and then cached. Where both channels
+    Each kind's namespace modules are scanned on its first :meth:`get` and cached. Where both channels
     register the same name, the entry point wins (as in TorchX) and the clash is logged and
     recorded in :attr:`errors`. Discovery never raises for a broken plugin: it logs a warning,
     records a :class:`RegistrationError` and goes on.
@@ -69,32 +69,37 @@ class PluginRegistry:
         return PluginSource.ENTRYPOINT in self.plugin_sources
 
     def get(self, plugin_type: PluginType) -> Plugins:
-        """Returns ``{name: factory}`` for ``plugin_type`` (``{}`` if none), cached.
+        """Returns ``{name: factory}`` for ``plugin_type`` (``{}`` if none).
 
-        Entry-point plugins are :class:`~anylaunch.plugins.discovery.EntryPointPlugin`
-        objects, imported when first called.
+        The namespace package is scanned once (its modules are imported then) and cached;
+        entry points are listed again on each call (cheap: nothing is imported), so a
+        distribution installed while the process runs is seen. Entry-point plugins are
+        :class:`~anylaunch.plugins.discovery.EntryPointPlugin` objects, imported when first
+        called.
         """
         with self._lock:
             if plugin_type not in self._cache:
-                self._cache[plugin_type] = self._find(plugin_type)
-            return self._cache[plugin_type]
+                found: Plugins = {}
+                if PluginSource.NAMESPACE_PKG in self.plugin_sources:
+                    found = scan_namespace(plugin_type, self._errors)
+                self._cache[plugin_type] = found
+            plugins = dict(self._cache[plugin_type])
+            if self.entry_points_enabled:
+                from_eps = scan_entry_points(plugin_type)
+                for name in sorted(from_eps.keys() & plugins.keys()):
+                    self._shadowed(plugin_type, name, plugins[name].__module__)
+                plugins.update(from_eps)
+            return plugins
 
-    def _find(self, plugin_type: PluginType) -> Plugins:
-        found: Plugins = {}
-        if PluginSource.NAMESPACE_PKG in self.plugin_sources:
-            found = scan_namespace(plugin_type, self._errors)
-        if self.entry_points_enabled:
-            from_eps = scan_entry_points(plugin_type)
-            for name in sorted(from_eps.keys() & found.keys()):
-                module = found[name].__module__
-                problem = (
-                    f"is registered both by a {plugin_type.value!r} entry point and in "
-                    f"{module}; the entry point wins. Fix: remove one of the two"
-                )
-                logger.warning("plugin %r %s", name, problem)
-                self._errors.append(RegistrationError(module, problem, name, plugin_type.label))
-            found.update(from_eps)
-        return found
+    def _shadowed(self, plugin_type: PluginType, name: str, module: str) -> None:
+        problem = (
+            f"is registered both by a {plugin_type.value!r} entry point and in {module}; the "
+            "entry point wins. Fix: remove one of the two"
+        )
+        error = RegistrationError(module, problem, name, plugin_type.label)
+        if error not in self._errors:  # said once, not on every lookup
+            logger.warning("plugin %r %s", name, problem)
+            self._errors.append(error)
 
     @overload
     def info(self) -> dict[PluginType, Plugins]: ...

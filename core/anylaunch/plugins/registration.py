@@ -68,7 +68,7 @@ def _check_callable(kind: str, fn: object) -> None:
         )
 
 
-class register:  # noqa: N801 - TorchX's public name
+class register:
     """Decorator that marks a function as an anylaunch plugin of a given type.
 
     Put the module in the ``anylaunch_plugins.<group>`` namespace package (``schedulers``,
@@ -91,7 +91,7 @@ class register:  # noqa: N801 - TorchX's public name
         name: the plugin's name; defaults to the decorated function's ``__name__``
     """
 
-    def __init__(self, type: PluginType, name: str | None = None) -> None:  # noqa: A002
+    def __init__(self, type: PluginType, name: str | None = None) -> None:
         if not isinstance(type, PluginType):
             raise InvalidSpecError(
                 "register.type",
@@ -167,7 +167,7 @@ class register:  # noqa: N801 - TorchX's public name
         return _register_named_resource(name=name, aliases=aliases, fractionals=fractionals)
 
 
-class _register_component(register):  # noqa: N801
+class _register_component(register):
     def __init__(self, name: str | None) -> None:
         super().__init__(PluginType.COMPONENT, name=name)
 
@@ -179,7 +179,7 @@ class _register_component(register):  # noqa: N801
         return fn
 
 
-class _register_named_resource(register):  # noqa: N801
+class _register_named_resource(register):
     def __init__(
         self,
         name: str | None,
@@ -212,7 +212,9 @@ class _register_named_resource(register):  # noqa: N801
         _check_callable("named_resource", fn)
         name: str = self._name or fn.__name__
         module = sys.modules[fn.__module__]
-        table: dict[str, Callable[..., Resource]] = getattr(module, NAMED_RESOURCES_ATTR, None) or {}
+        table: dict[str, Callable[..., Resource]] = (
+            getattr(module, NAMED_RESOURCES_ATTR, None) or {}
+        )
         setattr(module, NAMED_RESOURCES_ATTR, table)
 
         def add(reg_name: str, factory: Callable[..., Resource], attr: bool) -> None:
@@ -273,8 +275,11 @@ class _register_named_resource(register):  # noqa: N801
             assert self._fractionals is not None
             slices = self._fractionals(_checked(fn(fractional=WHOLE), name))
         if not isinstance(slices, dict) or not all(
-            isinstance(f, int | float) and not isinstance(f, bool) and 0 < f <= 1
-            and isinstance(s, str) and s
+            isinstance(f, int | float)
+            and not isinstance(f, bool)
+            and 0 < f <= 1
+            and isinstance(s, str)
+            and s
             for f, s in slices.items()
         ):
             raise InvalidSpecError(

@@ -7,7 +7,7 @@ loading the plugin machinery.
 __all__ = ["resource_tags"]
 
 
-class resource_tags:  # noqa: N801 - TorchX's public name
+class resource_tags:
     """Well-known ``Resource.tags`` keys set by :class:`~anylaunch.plugins.register`.
 
     Every resource made by a factory registered with ``@register.named_resource`` (and by
@@ -24,7 +24,7 @@ class resource_tags:  # noqa: N801 - TorchX's public name
     """
 
     #: The registered name that produced the resource.
-    RESOURCE_NAME: str = "anylaunch/named_resources.name"
+    RESOURCE_NAME: str = "anylaunch/resource_name"
 
     #: ``True`` when the resource is a fractional slice of a base resource.
-    IS_FRACTIONAL: str = "anylaunch/named_resources.is_fractional"
+    IS_FRACTIONAL: str = "anylaunch/fractional"

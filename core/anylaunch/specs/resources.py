@@ -22,7 +22,7 @@ is looked up, so one broken plugin cannot break the other names.
 >>> from anylaunch.specs import resource, named_resources
 >>> resource(h="gpu.small")  # generic t-shirt size
 Resource(cpu=8, gpu=1, memMB=32768, capabilities={}, devices={},
-         tags={'anylaunch/named_resources.name': 'gpu.small'})
+         tags={'anylaunch/resource_name': 'gpu.small'})
 >>> r = resource(h="aws_p3.2xlarge")  # AWS instance type
 >>> (r.cpu, r.gpu, r.get_resource_name())
 (8, 1, 'aws_p3.2xlarge')
