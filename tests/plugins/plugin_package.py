@@ -41,7 +41,7 @@ def myplug(session_name: str, **kwargs: Any) -> Scheduler[Any]:
     return MyPlugScheduler(session_name, **kwargs)
 '''
 
-NAMED_RESOURCE = '''\
+NAMED_RESOURCE = """\
 from anylaunch.plugins import WHOLE, halve_mem_down_to, register
 from anylaunch.specs import Resource
 
@@ -49,7 +49,7 @@ from anylaunch.specs import Resource
 @register.named_resource(fractionals=halve_mem_down_to(minGiB=1))
 def myplug_cpu(fractional: float = WHOLE) -> Resource:
     return Resource(cpu=int(4 * fractional), gpu=0, memMB=int(4096 * fractional))
-'''
+"""
 
 COMPONENT = '''\
 import anylaunch.specs as specs

@@ -48,9 +48,9 @@ def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     assert made.returncode == 0, made.stderr
     python = venv / "bin" / "python"
     package = write_plugin_package(root / "myplug")
+    sources = [str(CHECKOUT), str(package)]
     install = _run(
-        [UV, "pip", "install", "--offline", "--no-deps", "--python", str(python)]
-        + [str(CHECKOUT), str(package)],
+        [UV, "pip", "install", "--offline", "--no-deps", "--python", str(python), *sources],
         _clean_env(),
         root,
     )
@@ -87,18 +87,16 @@ def test_the_installed_plugin_package_runs_an_app_end_to_end(venv: Path, tmp_pat
     assert "myplug.hello" in builtins.stdout
     assert "utils.echo" in builtins.stdout  # the built-ins stay
 
+    component_args = ["--msg", "hi-from-plugin", "--h", "myplug_cpu_2"]
     run = _run(
-        [cli, "run", "--log", "-s", "myplug", "myplug.hello"]
-        + ["--msg", "hi-from-plugin", "--h", "myplug_cpu_2"],
+        [cli, "run", "--log", "-s", "myplug", "myplug.hello", *component_args],
         env,
         tmp_path,
     )
     out = run.stdout + run.stderr
     assert run.returncode == 0, out
     handle = next(line for line in run.stdout.split() if line.startswith("myplug://"))
-    assert (
-        "hi-from-plugin scheduler=myplug resource=myplug_cpu_2 fractional=True mem=2048" in out
-    )
+    assert "hi-from-plugin scheduler=myplug resource=myplug_cpu_2 fractional=True mem=2048" in out
 
     status = _run([cli, "status", handle], env, tmp_path)
     assert status.returncode == 0, status.stderr
