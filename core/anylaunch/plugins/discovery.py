@@ -161,7 +161,8 @@ def _collect(
         obj = getattr(module, attr)
         actual = getattr(obj, TYPE_ATTR, None)
         # re-imported plugins are collected where they are defined, not again here
-        if not callable(obj) or not isinstance(actual, PluginType) or obj.__module__ != fqn:
+        defined_in = getattr(obj, "__module__", None)
+        if not callable(obj) or not isinstance(actual, PluginType) or defined_in != fqn:
             continue
         name = getattr(obj, NAME_ATTR, None) or _default_name(obj, attr, fqn, plugin_type)
         if actual is not plugin_type:

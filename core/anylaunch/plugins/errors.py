@@ -31,7 +31,9 @@ class InvalidPluginsSourceError(InvalidSpecError):
     """``ANYLAUNCH_PLUGINS_SOURCE`` is not one of 0, 1, 2, 3 (a ``ValueError``)."""
 
     def __init__(self, raw: str) -> None:
-        shown = raw if len(raw) <= 8 else raw[:8] + "..."  # never echo a long (pasted) value
+        # The valid values are one digit: a longer value may be something pasted by mistake
+        # (a token?), so it is described, never echoed.
+        shown = raw if len(raw) <= 3 else f"<a value of {len(raw)} characters>"
         super().__init__(
             PLUGINS_SOURCE_ENV,
             shown,
