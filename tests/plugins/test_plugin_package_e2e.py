@@ -1,7 +1,7 @@
 """End to end: a ported TorchX plugin package, installed into a fresh venv, runs an app.
 
-The venv gets anylaunch built from this checkout and the plugin package built from its
-sources, both by ``uv pip install --offline --no-deps`` (the build backend comes from uv's
+The venv gets anylaunch built from (a copy of) this checkout and the plugin package built from
+its sources, both by ``uv pip install --offline --no-deps`` (the build backend comes from uv's
 cache, which ``uv sync`` filled). anylaunch's own dependencies (fsspec, PyYAML) come from the
 project venv through a ``.pth`` file, so nothing is downloaded. Then ``anylaunch run`` in that
 venv must find the plugin scheduler, component and named resource with no configuration.
@@ -33,9 +33,21 @@ def _run(
 def _clean_env(**extra: str) -> dict[str, str]:
     # Nothing of this test process's environment may leak anylaunch into the venv.
     drop = {"PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME", "ANYLAUNCHCONFIG"}
-    env = {k: v for k, v in os.environ.items() if k not in drop and not k.startswith("UV_")}
+    env = {k: v for k, v in os.environ.items() if k not in drop}
     env.update(extra)
     return env
+
+
+def _copy_of_the_checkout(dest: Path) -> Path:
+    """The checkout's sources, at a new path: uv caches a local project's build by its path
+    and pyproject.toml, so building the checkout in place could install a stale copy."""
+    dest.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy2(CHECKOUT / name, dest / name)
+    skip = shutil.ignore_patterns("__pycache__", "*.pyc")
+    for name in ("core", "integrations"):
+        shutil.copytree(CHECKOUT / name, dest / name, ignore=skip)
+    return dest
 
 
 @pytest.fixture(scope="module")
@@ -48,12 +60,13 @@ def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     assert made.returncode == 0, made.stderr
     python = venv / "bin" / "python"
     package = write_plugin_package(root / "myplug")
-    sources = [str(CHECKOUT), str(package)]
-    install = _run(
-        [UV, "pip", "install", "--offline", "--no-deps", "--python", str(python), *sources],
-        _clean_env(),
-        root,
-    )
+    install_cmd = [UV, "pip", "install", "--no-deps", "--python", str(python)]
+    sources = [str(_copy_of_the_checkout(root / "anylaunch-src")), str(package)]
+    # Offline first: the build backend (hatchling) is in uv's cache after `uv sync`. A CI
+    # cache pruned of it needs the index once, which such a runner can reach.
+    install = _run([*install_cmd, "--offline", *sources], _clean_env(), root)
+    if install.returncode != 0:
+        install = _run([*install_cmd, *sources], _clean_env(), root)
     assert install.returncode == 0, install.stdout + install.stderr
     site = _run(
         [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
@@ -115,3 +128,12 @@ def test_the_installed_plugin_package_runs_an_app_end_to_end(venv: Path, tmp_pat
     assert listing.returncode == 0, listing.stderr
     names = listing.stdout.split()
     assert names[0] == "local_cwd" and "myplug" in names and "kubernetes" in names
+
+    # with plugins switched off, the same command names the unknown scheduler
+    off = _run(
+        [cli, "run", "-s", "myplug", "myplug.hello", *component_args],
+        {**env, "ANYLAUNCH_PLUGINS_SOURCE": "0"},
+        tmp_path,
+    )
+    assert off.returncode != 0
+    assert "unknown scheduler 'myplug'" in off.stderr
