@@ -14,7 +14,6 @@ replaces it, and a warning is logged once per process.
 from __future__ import annotations
 
 import importlib
-import logging
 
 TYPE_CHECKING = False  # typing costs ~8 ms to import; this package must start fast
 if TYPE_CHECKING:
@@ -39,8 +38,6 @@ DEFAULT_SCHEDULER_MODULES: dict[str, str] = {
 }
 
 ENTRY_POINT_GROUP = "anylaunch.schedulers"
-
-logger: logging.Logger = logging.getLogger(__name__)
 
 # Built-in names a plugin replaced and that were already warned about in this process.
 _warned_overrides: set[str] = set()
@@ -131,8 +128,10 @@ def get_scheduler_factories(*, skip_defaults: bool = False) -> dict[str, Schedul
             factories[name] = _DeferredFactory(name, module)
     for name, plugin in registry().get(PluginType.SCHEDULER).items():
         if name in DEFAULT_SCHEDULER_MODULES and name not in _warned_overrides:
+            import logging  # only here: this package must start fast
+
             _warned_overrides.add(name)
-            logger.warning(
+            logging.getLogger(__name__).warning(
                 "scheduler %r from plugin %s replaces the built-in scheduler of that name",
                 name,
                 plugin.__module__,
