@@ -362,3 +362,29 @@ def test_importing_plugins_is_cheap() -> None:
     print(json.dumps(heavy))
     """
     assert out_of(run(code)) == []
+
+
+def test_plugins_source_applies_to_resources_and_components_too(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        {
+            "anylaunch_plugins/named_resources/site.py": RESOURCE.format(name="ns_box", cpu=3),
+            "anylaunch_plugins/components/team.py": COMPONENT.format(name="go", msg="g", args=""),
+            "legacy_res.py": (
+                "from anylaunch.specs import Resource\n\n"
+                "def box():\n    return Resource(cpu=1, gpu=0, memMB=64)\n"
+            ),
+        },
+    )
+    entry_points(tmp_path, "[anylaunch.named_resources]\nep_box = legacy_res:box\n")
+    code = """
+    import json
+    from anylaunch.components import get_components
+    from anylaunch.specs import named_resources
+    print(json.dumps(sorted(
+        n for n in ("ns_box", "ep_box") if n in named_resources
+    ) + sorted(n for n in get_components() if n.startswith("team."))))
+    """
+    assert out_of(run(code, tmp_path)) == ["ep_box", "ns_box", "team.go"]
+    assert out_of(run(code, tmp_path, ANYLAUNCH_PLUGINS_SOURCE="1")) == ["ns_box", "team.go"]
+    assert out_of(run(code, tmp_path, ANYLAUNCH_PLUGINS_SOURCE="2")) == ["ep_box"]

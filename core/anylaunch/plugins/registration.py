@@ -211,7 +211,14 @@ class _register_named_resource(register):
     def __call__(self, fn: F) -> F:
         _check_callable("named_resource", fn)
         name: str = self._name or fn.__name__
-        module = sys.modules[fn.__module__]
+        module = sys.modules.get(getattr(fn, "__module__", None) or "")
+        if module is None:
+            raise InvalidSpecError(
+                f"register.named_resource({name!r})",
+                getattr(fn, "__module__", None),
+                "the function's module is not imported, so its names cannot be recorded there",
+                "decorate a function defined at the top level of a module",
+            )
         table: dict[str, Callable[..., Resource]] = (
             getattr(module, NAMED_RESOURCES_ATTR, None) or {}
         )
