@@ -6,11 +6,16 @@ parameter annotated with a type the CLI can parse, ``-> AppDef``. Components are
 
 - built-ins: ``{module}.{function}`` for each module of this package (``dist.ddp``,
   ``utils.echo``, ``serve.torchserve``, ...);
-- plugins: entry points in the ``anylaunch.components`` group of installed distributions.
+- plugins: functions decorated with ``@anylaunch.plugins.register.component()`` in modules of
+  the ``anylaunch_plugins.components`` namespace package of installed distributions, named
+  ``<module>.<fn>`` (``anylaunch_plugins/components/team.py:train`` is ``team.train``) or by
+  the decorator's ``name``;
+- legacy plugins: entry points in the ``anylaunch.components`` group of installed distributions.
   ``foo = mypkg.components`` registers every component of that module (and of its
   sub-packages) as ``foo.<fn>`` (``foo.<submodule>.<fn>``); a name starting with ``_`` adds no
-  prefix. ``foo = mypkg.components:train`` registers the one function as ``foo``. A plugin name
-  equal to a built-in's replaces it;
+  prefix. ``foo = mypkg.components:train`` registers the one function as ``foo``.
+
+  A plugin named like a built-in replaces it, and a warning is logged;
 - files: ``path/to/file.py:fn`` loads ``fn`` from that file.
 
 >>> from anylaunch.components import get_component
@@ -215,11 +220,31 @@ def _builtins() -> Iterator[Component]:
     yield from _walk(package, "", skip=_NOT_COMPONENT_MODULES)
 
 
-def _entry_point_components() -> Iterator[Component]:
+def _namespace_component(name: str, fn: Callable[..., AppDef]) -> Component:
     import inspect
-    from importlib.metadata import entry_points
 
-    for ep in entry_points(group=ENTRY_POINT_GROUP):
+    from anylaunch.specs.file_linter import validate
+
+    path = getattr(inspect.getmodule(fn), "__file__", None) or "<unknown>"
+    return Component(name, fn, _description(fn), validate(path, fn.__name__))
+
+
+def _plugin_components() -> Iterator[Component]:
+    """Components of the ``anylaunch_plugins.components`` package, then of entry points."""
+    import inspect
+
+    from anylaunch.plugins.discovery import EntryPointPlugin
+    from anylaunch.plugins.plugin_registry import registry
+    from anylaunch.plugins.types import PluginType
+
+    plugins = registry().get(PluginType.COMPONENT)
+    for name, plugin in plugins.items():
+        if not isinstance(plugin, EntryPointPlugin):
+            yield _namespace_component(name, plugin)
+    for plugin in plugins.values():
+        if not isinstance(plugin, EntryPointPlugin):
+            continue
+        ep = plugin.entry_point
         prefix = "" if ep.name.startswith("_") else ep.name
         try:
             target = ep.load()
@@ -237,12 +262,8 @@ def _entry_point_components() -> Iterator[Component]:
         if inspect.ismodule(target):
             yield from _walk(target, prefix)
         elif inspect.isfunction(target):
-            from anylaunch.specs.file_linter import validate
-
             # the linter reports a function that is not a top-level def annotated -> AppDef
-            path = getattr(inspect.getmodule(target), "__file__", None) or "<unknown>"
-            errors = validate(path, target.__name__)
-            yield Component(ep.name, target, _description(target), errors)
+            yield _namespace_component(ep.name, target)
         else:
             logger.warning(
                 "skipping entry point %r (group %r) = %r: it is a %s, not a module or function",
@@ -255,16 +276,23 @@ def _entry_point_components() -> Iterator[Component]:
 
 @functools.cache
 def _discover() -> dict[str, Component]:
+    from anylaunch.plugins.plugin_registry import on_clear
+
+    on_clear(_discover.cache_clear)
     found = {c.name: c for c in _builtins()}
-    for component in _entry_point_components():
-        if component.name in found:
-            logger.info("entry point component %r replaces the built-in", component.name)
+    builtins = set(found)
+    for component in _plugin_components():
+        if component.name in builtins:
+            module = getattr(component.fn, "__module__", "?")
+            logger.warning(
+                "plugin component %r from %s replaces the built-in", component.name, module
+            )
         found[component.name] = component
     return found
 
 
 def get_components(include_invalid: bool = False) -> dict[str, Component]:
-    """Returns the built-in and entry-point components by name (found once, then cached).
+    """Returns the built-in and plugin components by name (found once, then cached).
 
     >>> components = get_components()
     >>> sorted(n for n in components if n.startswith("dist."))
@@ -335,8 +363,9 @@ def _unknown(name: str, known: Iterable[str]) -> ComponentNotFoundException:
     return ComponentNotFoundException(
         name,
         f"unknown component {name!r}.{did_you_mean(name, known)}",
-        "use a built-in (`anylaunch builtins` lists them), a component registered under the "
-        f"{ENTRY_POINT_GROUP!r} entry-point group, or path/to/file.py:function",
+        "use a built-in (`anylaunch builtins` lists them), a plugin component "
+        "(@anylaunch.plugins.register.component() in the anylaunch_plugins.components package, "
+        f"or the legacy {ENTRY_POINT_GROUP!r} entry-point group), or path/to/file.py:function",
     )
 
 

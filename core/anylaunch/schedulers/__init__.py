@@ -1,9 +1,14 @@
 """The scheduler registry: names → factories, loaded lazily.
 
 Listing schedulers imports no backend module and no SDK: a built-in scheduler's module is
-imported when its factory is first called. Third-party schedulers register a factory
-``create_scheduler(session_name, **kwargs)`` under the entry-point group
-``anylaunch.schedulers``.
+imported when its factory is first called. Third-party schedulers are plugins (see
+:mod:`anylaunch.plugins`): a factory ``(session_name, **kwargs) -> Scheduler`` decorated with
+``@register.scheduler()`` in a module of the ``anylaunch_plugins.schedulers`` namespace
+package, or (legacy) registered under the entry-point group ``anylaunch.schedulers``.
+
+Plugin schedulers are added to the built-ins, which stay available (TorchX drops the
+built-ins once any scheduler entry point is installed). A plugin named like a built-in
+replaces it, and a warning is logged once per process.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ TYPE_CHECKING = False  # typing costs ~8 ms to import; this package must start f
 if TYPE_CHECKING:
     from typing import Any
 
-    from anylaunch.schedulers.api import Scheduler
+    from anylaunch.schedulers.api import Scheduler as Scheduler
     from anylaunch.schedulers.api import SchedulerFactory as SchedulerFactory
 
 # Nothing from anylaunch.specs is imported at module level: the local_cwd supervisor imports
@@ -34,6 +39,9 @@ DEFAULT_SCHEDULER_MODULES: dict[str, str] = {
 
 ENTRY_POINT_GROUP = "anylaunch.schedulers"
 
+# Built-in names a plugin replaced and that were already warned about in this process.
+_warned_overrides: set[str] = set()
+
 
 def __getattr__(name: str) -> Any:
     if name == "SchedulerUnavailableError":
@@ -44,6 +52,10 @@ def __getattr__(name: str) -> Any:
         from anylaunch.schedulers.api import SchedulerFactory
 
         return SchedulerFactory
+    if name == "Scheduler":
+        from anylaunch.schedulers.api import Scheduler
+
+        return Scheduler
     raise AttributeError(f"module 'anylaunch.schedulers' has no attribute {name!r}")
 
 
@@ -95,20 +107,39 @@ class _EntryPointFactory:
 def get_scheduler_factories(*, skip_defaults: bool = False) -> dict[str, SchedulerFactory]:
     """Returns all available scheduler names and the factories that create them.
 
-    The first scheduler in the dictionary is the default. Entry points in the
-    ``anylaunch.schedulers`` group override built-ins of the same name.
+    The built-ins come first (the first one is the default), then the plugin schedulers (see
+    :mod:`anylaunch.plugins`). A plugin named like a built-in takes its place, with a logged
+    warning. Listing imports the plugin modules of ``anylaunch_plugins.schedulers`` but no
+    built-in backend module and no entry point.
 
     >>> list(get_scheduler_factories())[:2]
     ['local_cwd', 'local_docker']
+
+    Args:
+        skip_defaults: return the plugin schedulers only
     """
+    from anylaunch.plugins.discovery import EntryPointPlugin
+    from anylaunch.plugins.plugin_registry import registry
+    from anylaunch.plugins.types import PluginType
+
     factories: dict[str, SchedulerFactory] = {}
     if not skip_defaults:
         for name, module in DEFAULT_SCHEDULER_MODULES.items():
             factories[name] = _DeferredFactory(name, module)
-    from importlib.metadata import entry_points
+    for name, plugin in registry().get(PluginType.SCHEDULER).items():
+        if name in DEFAULT_SCHEDULER_MODULES and name not in _warned_overrides:
+            import logging  # only here: this package must start fast
 
-    for ep in entry_points(group=ENTRY_POINT_GROUP):
-        factories[ep.name] = _EntryPointFactory(ep.name, ep)
+            _warned_overrides.add(name)
+            logging.getLogger(__name__).warning(
+                "scheduler %r from plugin %s replaces the built-in scheduler of that name",
+                name,
+                plugin.__module__,
+            )
+        if isinstance(plugin, EntryPointPlugin):
+            factories[name] = _EntryPointFactory(name, plugin.entry_point)
+        else:
+            factories[name] = plugin
     return factories
 
 

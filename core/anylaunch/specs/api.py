@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
+from anylaunch.plugins.tags import resource_tags
 from anylaunch.specs.errors import (
     InvalidRunConfigException,
     InvalidSpecError,
@@ -84,8 +85,9 @@ __all__ = [
 _ROLE_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
 # any printable name without "=" (Java-style dotted names are fine); no space or control char
 _ENV_NAME = re.compile(r"[^=\x00-\x20\x7f]+")
-_RESOURCE_NAME_TAG = "anylaunch/resource_name"
-_FRACTIONAL_TAG = "anylaunch/fractional"
+# The public keys are anylaunch.plugins.resource_tags; these aliases stay for old imports.
+_RESOURCE_NAME_TAG = resource_tags.RESOURCE_NAME
+_FRACTIONAL_TAG = resource_tags.IS_FRACTIONAL
 
 
 #: The most replicas one role may have (more is a typo, and would exhaust memory at dryrun).
@@ -187,13 +189,28 @@ class Resource:
         )
 
     def get_resource_name(self) -> str | None:
-        """Returns the registered named-resource name, or None."""
-        name = self.tags.get(_RESOURCE_NAME_TAG)
+        """Returns the registered named-resource name, or None.
+
+        Set by every registered named-resource factory, in the
+        ``anylaunch.plugins.resource_tags.RESOURCE_NAME`` tag.
+
+        >>> Resource(cpu=1, gpu=0, memMB=64).get_resource_name() is None
+        True
+        """
+        name = self.tags.get(resource_tags.RESOURCE_NAME)
         return name if isinstance(name, str) else None
 
     def is_fractional(self) -> bool:
-        """Returns True if this resource is a fractional slice of a base named resource."""
-        return bool(self.tags.get(_FRACTIONAL_TAG, False))
+        """Returns True if this resource is a fractional slice of a base named resource.
+
+        Read from the ``anylaunch.plugins.resource_tags.IS_FRACTIONAL`` tag, which
+        ``register.named_resource(fractionals=...)`` sets (absent means False).
+
+        >>> from anylaunch.plugins import resource_tags
+        >>> Resource(cpu=1, gpu=0, memMB=64, tags={resource_tags.IS_FRACTIONAL: True}).is_fractional()
+        True
+        """
+        return bool(self.tags.get(resource_tags.IS_FRACTIONAL, False))
 
 
 #: A role's resource when none was given: schedulers that need resources reject it.

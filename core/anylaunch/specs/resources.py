@@ -4,12 +4,16 @@ Names come from three places, later ones overriding earlier ones:
 
 1. generic t-shirt sizes (:mod:`anylaunch.specs.named_resources_generic`, e.g. ``gpu.small``),
 2. AWS instance types (:mod:`anylaunch.specs.named_resources_aws`, e.g. ``aws_p3.2xlarge``),
-3. entry points in the ``anylaunch.named_resources`` group of any installed distribution: the
-   entry point's name is the resource name and its object a zero-argument callable returning a
-   ``Resource``::
+3. plugins: factories decorated with ``@anylaunch.plugins.register.named_resource()`` in the
+   ``anylaunch_plugins.named_resources`` namespace package of an installed distribution (see
+   :mod:`anylaunch.plugins`), and, the legacy way, entry points in the
+   ``anylaunch.named_resources`` group: the entry point's name is the resource name and its
+   object a zero-argument callable returning a ``Resource``::
 
        [anylaunch.named_resources]
        gpu_x2 = my_module.resources:gpu_x2
+
+   A plugin named like a built-in replaces it, with a warning in the log.
 
 The table is built on first access (reading entry points needs ``importlib.metadata``, which
 ``import anylaunch.specs`` must not pay for); a user entry point is imported only when its name
@@ -29,10 +33,12 @@ True
 from __future__ import annotations
 
 import copy
+import logging
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING
 
-from anylaunch.specs.api import _FRACTIONAL_TAG, _RESOURCE_NAME_TAG, Resource
+from anylaunch.plugins.tags import resource_tags
+from anylaunch.specs.api import Resource
 from anylaunch.specs.errors import AnylaunchError, InvalidSpecError, did_you_mean
 
 if TYPE_CHECKING:
@@ -48,6 +54,8 @@ __all__ = [
     "named_resources",
     "resource",
 ]
+
+logger: logging.Logger = logging.getLogger(__name__)
 
 #: A zero-argument callable that makes a fresh Resource.
 ResourceFactory = Callable[[], Resource]
@@ -73,7 +81,9 @@ class UnknownNamedResourceError(AnylaunchError, KeyError):
         self.message = (
             f"unknown named resource {name!r}.{hint} Fix: use a registered name "
             "(list them with `list(anylaunch.specs.named_resources)`), pass raw cpu/gpu/memMB "
-            f"instead, or register your own under the {ENTRY_POINT_GROUP!r} entry-point group"
+            "instead, or register your own with @anylaunch.plugins.register.named_resource() "
+            "in a module of the anylaunch_plugins.named_resources package (legacy: under the "
+            f"{ENTRY_POINT_GROUP!r} entry-point group)"
         )
         super().__init__(self.message)
 
@@ -179,9 +189,9 @@ def _tagging(name: str, factory: ResourceFactory, divisor: int, fraction: bool) 
                 memMB=made.memMB // divisor,
                 capabilities=made.capabilities,
                 devices={k: n // divisor for k, n in made.devices.items() if n // divisor},
-                tags={**made.tags, _FRACTIONAL_TAG: True},
+                tags={**made.tags, resource_tags.IS_FRACTIONAL: True},
             )
-        made.tags[_RESOURCE_NAME_TAG] = name
+        made.tags[resource_tags.RESOURCE_NAME] = name
         return made
 
     create.__name__ = create.__qualname__ = name
@@ -216,13 +226,24 @@ def _entry_point_factory(entry_point: EntryPoint) -> ResourceFactory:
 
 def _load_factories() -> dict[str, ResourceFactory]:
     # Imported here: the built-in tables import this module for named_resource().
-    from importlib.metadata import entry_points
-
+    from anylaunch.plugins.discovery import EntryPointPlugin
+    from anylaunch.plugins.plugin_registry import registry
+    from anylaunch.plugins.types import PluginType
     from anylaunch.specs import named_resources_aws, named_resources_generic
 
     table = {**named_resources_generic.NAMED_RESOURCES, **named_resources_aws.NAMED_RESOURCES}
-    for entry_point in entry_points(group=ENTRY_POINT_GROUP):
-        table.update(named_resource(entry_point.name, _entry_point_factory(entry_point)))
+    for name, plugin in registry().get(PluginType.NAMED_RESOURCE).items():
+        if isinstance(plugin, EntryPointPlugin):
+            factories = named_resource(name, _entry_point_factory(plugin.entry_point))
+        else:  # @register.named_resource already tags what it makes
+            factories = {name: plugin}
+        for replaced in factories.keys() & table.keys():
+            logger.warning(
+                "named resource %r from plugin %s replaces the built-in of that name",
+                replaced,
+                plugin.__module__,
+            )
+        table.update(factories)
     return table
 
 
@@ -235,8 +256,14 @@ class _NamedResources(Mapping[str, Resource]):
     def _table(self) -> dict[str, ResourceFactory]:
         # Two threads racing here both build the same table; the last one simply wins.
         if self._factories is None:
+            from anylaunch.plugins.plugin_registry import on_clear
+
+            on_clear(self._forget)
             self._factories = _load_factories()
         return self._factories
+
+    def _forget(self) -> None:
+        self._factories = None
 
     def __getitem__(self, name: str) -> Resource:
         table = self._table()
