@@ -244,6 +244,6 @@ def wait_and_report(
         raise UnknownAppException(app_handle)
     eprint(f"anylaunch: {app_handle} ended {status.state.name}")
     if status.state != AppState.SUCCEEDED:
-        eprint(redact(status.format()))
+        eprint(status.format(redact=redact))
         return EXIT_ERROR
     return 0

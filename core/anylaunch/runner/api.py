@@ -424,7 +424,7 @@ class Runner:
                 "pass e.g. '.' or Workspace(projects={'.': ''})",
             )
         role.workspace = ws
-        if ws is None:
+        if not ws:  # None, or an empty Workspace (allowed, and falsy, as in TorchX)
             return
         if not isinstance(sched, WorkspaceMixin):
             logger.warning(

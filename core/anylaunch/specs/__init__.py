@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from anylaunch.specs.api import (
     ALL,
+    ANYLAUNCH_HOME,
     MISSING,
     NONE,
     NULL_RESOURCE,
@@ -28,8 +29,10 @@ from anylaunch.specs.api import (
     BindMount,
     CfgVal,
     DeviceMount,
+    GiB,
     InvalidRunConfigException,
     MalformedAppHandleException,
+    MountType,
     ParsedAppHandle,
     ReplicaState,
     ReplicaStatus,
@@ -41,6 +44,8 @@ from anylaunch.specs.api import (
     UnknownSchedulerException,
     VolumeMount,
     Workspace,
+    cases,
+    get_type_name,
     is_terminal,
     macros,
     make_app_handle,
@@ -52,6 +57,7 @@ from anylaunch.specs.api import (
 from anylaunch.specs.errors import AnylaunchError, InvalidSpecError
 
 if TYPE_CHECKING:
+    from anylaunch.specs.builders import materialize_appdef
     from anylaunch.specs.resources import get_named_resources, named_resources, resource
 
 # Named resources pull in entry points (importlib.metadata): load them on first use only.
@@ -63,11 +69,16 @@ def __getattr__(name: str) -> Any:
         from anylaunch.specs import resources
 
         return getattr(resources, name)
+    if name == "materialize_appdef":  # builders imports argparse: only when asked for
+        from anylaunch.specs.builders import materialize_appdef
+
+        return materialize_appdef
     raise AttributeError(f"module 'anylaunch.specs' has no attribute {name!r}")
 
 
 __all__ = [
     "ALL",
+    "ANYLAUNCH_HOME",
     "MISSING",
     "NONE",
     "NULL_RESOURCE",
@@ -81,9 +92,11 @@ __all__ = [
     "BindMount",
     "CfgVal",
     "DeviceMount",
+    "GiB",
     "InvalidRunConfigException",
     "InvalidSpecError",
     "MalformedAppHandleException",
+    "MountType",
     "ParsedAppHandle",
     "ReplicaState",
     "ReplicaStatus",
@@ -95,10 +108,13 @@ __all__ = [
     "UnknownSchedulerException",
     "VolumeMount",
     "Workspace",
+    "cases",
     "get_named_resources",
+    "get_type_name",
     "is_terminal",
     "macros",
     "make_app_handle",
+    "materialize_appdef",
     "named_resources",
     "parse_app_handle",
     "parse_mounts",

@@ -15,6 +15,7 @@ from enum import Enum
 from typing import TYPE_CHECKING, Any
 
 from anylaunch.plugins.tags import resource_tags
+from anylaunch.specs import cases
 from anylaunch.specs.errors import (
     InvalidRunConfigException,
     InvalidSpecError,
@@ -29,9 +30,10 @@ from anylaunch.specs.handles import (
     make_app_handle,
     parse_app_handle,
 )
+from anylaunch.specs.home import ANYLAUNCH_HOME
 from anylaunch.specs.markers import ALL, MISSING, NONE
-from anylaunch.specs.mounts import BindMount, DeviceMount, VolumeMount, parse_mounts
-from anylaunch.specs.runopts import CfgVal, runopt, runopts
+from anylaunch.specs.mounts import BindMount, DeviceMount, MountType, VolumeMount, parse_mounts
+from anylaunch.specs.runopts import CfgVal, get_type_name, runopt, runopts
 from anylaunch.specs.status import (
     AppState,
     AppStatus,
@@ -45,8 +47,12 @@ from anylaunch.specs.status import (
 if TYPE_CHECKING:
     from pathlib import Path
 
+#: MiB in a GiB, for ``Resource(memMB=16 * GiB)``.
+GiB: int = 1024
+
 __all__ = [
     "ALL",
+    "ANYLAUNCH_HOME",
     "MISSING",
     "NONE",
     "NULL_RESOURCE",
@@ -59,8 +65,10 @@ __all__ = [
     "BindMount",
     "CfgVal",
     "DeviceMount",
+    "GiB",
     "InvalidRunConfigException",
     "MalformedAppHandleException",
+    "MountType",
     "ParsedAppHandle",
     "ReplicaState",
     "ReplicaStatus",
@@ -72,6 +80,8 @@ __all__ = [
     "UnknownSchedulerException",
     "VolumeMount",
     "Workspace",
+    "cases",
+    "get_type_name",
     "is_terminal",
     "macros",
     "make_app_handle",

@@ -85,7 +85,8 @@ class UnknownSchedulerException(AnylaunchError, ValueError):
         super().__init__(
             f"unknown scheduler {scheduler!r}.{did_you_mean(scheduler, known)} "
             f"Fix: use one of {', '.join(known) or '(none registered)'}, or register a scheduler "
-            "under the 'anylaunch.schedulers' entry-point group"
+            "(@anylaunch.plugins.register.scheduler() in an anylaunch_plugins.schedulers "
+            "module, or the 'anylaunch.schedulers' entry-point group)"
         )
 
 

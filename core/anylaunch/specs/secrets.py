@@ -83,6 +83,9 @@ class Redactor:
     (True, False, Redactor(<1 secret>))
     >>> (redact | Redactor(["other-secret"]))("s3cr3t-token other-secret")
     '*** ***'
+    >>> import json  # a secret quoted inside JSON is masked as JSON spells it
+    >>> Redactor(['pa"ss-word1'])(json.dumps({"msg": 'pa"ss-word1'}))
+    '{"msg": "***"}'
     """
 
     __slots__ = ("_pattern", "_secrets")
@@ -93,9 +96,16 @@ class Redactor:
                 {str(s) for s in secrets if len(str(s)) >= MIN_SECRET_LEN}, key=len, reverse=True
             )
         )
+        # a secret quoted inside JSON (a structured error, an event) is escaped there: mask
+        # that spelling too
+        import json
+
+        forms = {f for s in self._secrets for f in (s, json.dumps(s)[1:-1])}
         # one alternation (longest first) scans the text once however many secrets there are
         self._pattern = (
-            re.compile("|".join(re.escape(s) for s in self._secrets)) if self._secrets else None
+            re.compile("|".join(re.escape(f) for f in sorted(forms, key=len, reverse=True)))
+            if forms
+            else None
         )
 
     @classmethod
