@@ -128,8 +128,8 @@ def named_resource(
     >>> half = table["box_4"]()
     >>> (half.cpu, half.gpu, half.memMB, half.get_resource_name(), half.is_fractional())
     (48, 4, 512, 'box_4', True)
-    >>> table["box"]().is_fractional()
-    False
+    >>> table["box"]().is_fractional(), table["box_8"]().is_fractional()  # 1/1: the whole host
+    (False, False)
     """
     if not isinstance(name, str) or not name:
         raise InvalidSpecError(
@@ -149,7 +149,9 @@ def named_resource(
         for d in divisors:
             _check_divisor(name, d, gpus)
             slice_name = f"{name}_{gpus // d}"
-            table[slice_name] = _tagging(slice_name, factory, divisor=d, fraction=True)
+            table[slice_name] = _tagging(
+                slice_name, factory, divisor=d, fraction=d != 1
+            )  # the whole host is no fraction
     return table
 
 
