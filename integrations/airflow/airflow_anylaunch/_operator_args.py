@@ -129,6 +129,7 @@ def check_operator_args(op: AnylaunchOperator, parse_time: bool) -> None:
         "deferrable",
         "stream_logs",
         "retry_only_infrastructure_failures",
+        "durable",
     ):
         if not isinstance(getattr(op, name), bool):
             raise InvalidSpecError(name, getattr(op, name), "must be a bool", "pass True or False")

@@ -165,9 +165,10 @@ class AnylaunchOperator(ResumableJobMixin, BaseOperator):
         log_roles: Sequence[str] | None = None,
         log_replicas: Sequence[int] | None = None,
         retry_only_infrastructure_failures: bool = False,
+        durable: bool = True,
         **kwargs: Any,
     ) -> None:
-        super().__init__(**kwargs)
+        super().__init__(durable=durable, **kwargs)
         self.retry_only_infrastructure_failures = retry_only_infrastructure_failures
         self.app = app
         self.component = component

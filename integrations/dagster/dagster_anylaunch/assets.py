@@ -9,7 +9,7 @@
 # No `from __future__ import annotations` here: Dagster reads the `config` parameter's
 # annotation at runtime to find the asset's config schema.
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 import dagster as dg
@@ -20,8 +20,10 @@ from dagster_anylaunch.ops import (
     DEFAULT_RESOURCE_KEY,
     AnylaunchOpConfig,
     _check_factory_args,
+    _frozen,
     launch_for_step,
 )
+from dagster_anylaunch.resources import ComponentArgs
 
 __all__ = ["build_anylaunch_asset"]
 
@@ -31,7 +33,7 @@ def build_anylaunch_asset(
     app: AppDef | None = None,
     *,
     component: str | None = None,
-    component_args: Sequence[str] | None = None,
+    component_args: ComponentArgs | None = None,
     scheduler: str | None = None,
     cfg: Mapping[str, CfgVal] | None = None,
     resource_key: str = DEFAULT_RESOURCE_KEY,
@@ -52,7 +54,7 @@ def build_anylaunch_asset(
             ``asset_kwargs``)
         app: the AppDef to launch
         component: or a component to launch, e.g. ``utils.echo``
-        component_args: the component's CLI-style arguments
+        component_args: the component's arguments, ``["--msg", "hi"]`` or ``{"msg": "hi"}``
         scheduler: replaces the resource's scheduler
         cfg: run options merged over the resource's (config's win)
         resource_key: key of the AnylaunchResource
@@ -62,7 +64,7 @@ def build_anylaunch_asset(
     """
     _check_factory_args(app, component, component_args, cfg, resource_key)
     what = app.name if app is not None else component
-    fixed_args = list(component_args) if component_args is not None else None
+    fixed_args = _frozen(component_args)
     fixed_cfg = dict(cfg or {})
     asset_kwargs.setdefault("kinds", {"anylaunch"})
 

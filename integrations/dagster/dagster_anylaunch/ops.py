@@ -28,7 +28,7 @@ from anylaunch.specs.api import AppDef, AppStatus
 from anylaunch.specs.errors import InvalidSpecError
 from anylaunch.specs.runopts import CfgVal
 from dagster_anylaunch._lifecycle import AnylaunchRun, Context
-from dagster_anylaunch.resources import AnylaunchResource
+from dagster_anylaunch.resources import AnylaunchResource, ComponentArgs
 
 __all__ = ["AnylaunchOpConfig", "anylaunch_op", "build_anylaunch_op"]
 
@@ -52,6 +52,11 @@ class AnylaunchOpConfig(dg.Config):
         default_factory=list,
         description='The component\'s arguments as on the command line, e.g. ["--msg", "hello"].',
     )
+    component_params: dict[str, Any] = Field(
+        default_factory=dict,
+        description='Or the component\'s arguments by parameter name, e.g. {"msg": "hello"} '
+        "(a list value of the *args parameter goes after --). Not together with component_args.",
+    )
     scheduler: str | None = Field(
         default=None, description="Scheduler to launch on (replaces the resource's)."
     )
@@ -73,7 +78,7 @@ class AnylaunchOpConfig(dg.Config):
 def _check_factory_args(
     app: AppDef | None,
     component: str | None,
-    component_args: Sequence[str] | None,
+    component_args: ComponentArgs | None,
     cfg: Mapping[str, CfgVal] | None,
     resource_key: str,
 ) -> None:
@@ -90,16 +95,23 @@ def _check_factory_args(
             "give either an AppDef or a component, not both",
             "drop one of them",
         )
-    if component_args is not None and (
-        isinstance(component_args, str) or not all(isinstance(a, str) for a in component_args)
+    ok_mapping = isinstance(component_args, Mapping) and all(
+        isinstance(k, str) for k in component_args
+    )
+    ok_list = isinstance(component_args, Sequence) and not isinstance(component_args, str)
+    if component_args is not None and not (
+        ok_mapping or (ok_list and all(isinstance(a, str) for a in component_args))
     ):
         raise InvalidSpecError(
-            "component_args", component_args, "must be a list of str", "e.g. ['--msg', 'hi']"
+            "component_args",
+            component_args,
+            "must be a list of str (as on the command line) or a {param: value} dict",
+            "e.g. ['--msg', 'hi'] or {'msg': 'hi'}",
         )
     if component_args and component is None:
         raise InvalidSpecError(
             "component_args",
-            list(component_args),
+            component_args,
             "only applies together with component",
             "pass component='utils.echo' (or build the AppDef with its arguments)",
         )
@@ -109,6 +121,13 @@ def _check_factory_args(
         raise InvalidSpecError(
             "resource_key", resource_key, "must be a Python identifier", "e.g. 'anylaunch'"
         )
+
+
+def _frozen(component_args: ComponentArgs | None) -> ComponentArgs | None:
+    """A copy the caller cannot change after building the op."""
+    if component_args is None:
+        return None
+    return dict(component_args) if isinstance(component_args, Mapping) else list(component_args)
 
 
 def _check_op_args(name: object, scheduler: object, retry_policy: object) -> None:
@@ -141,7 +160,7 @@ def launch_for_step(
     resource_key: str,
     app: AppDef | None,
     component: str | None,
-    component_args: Sequence[str] | None,
+    component_args: ComponentArgs | None,
     scheduler: str | None,
     cfg: Mapping[str, CfgVal] | None,
 ) -> AnylaunchRun:
@@ -158,16 +177,29 @@ def launch_for_step(
             allow_retries=False,
         )
     target: AppDef | str
-    args: list[str] | None = None
+    args: ComponentArgs | None = None
+    if config.component_args and config.component_params:
+        raise dg.Failure(
+            description=str(
+                InvalidSpecError(
+                    "component_params",
+                    sorted(config.component_params),
+                    "component_args is set too: give the arguments one way",
+                    "keep component_args (CLI-style) or component_params (by name)",
+                )
+            ),
+            allow_retries=False,
+        )
+    given: ComponentArgs = config.component_params or config.component_args
     if config.component:
-        target, args = config.component, list(config.component_args)
+        target, args = config.component, given
     elif app is not None:
-        if config.component_args:
+        if given:
             raise dg.Failure(
                 description=str(
                     InvalidSpecError(
                         "component_args",
-                        config.component_args,
+                        given,
                         f"this op launches the AppDef {app.name!r}, which takes no arguments",
                         "leave component_args empty, or set component too",
                     )
@@ -176,7 +208,7 @@ def launch_for_step(
             )
         target = app
     elif component is not None:
-        target, args = component, list(config.component_args or component_args or [])
+        target, args = component, given or component_args or []
     else:
         raise dg.Failure(
             description=str(
@@ -206,7 +238,7 @@ def build_anylaunch_op(
     app: AppDef | None = None,
     *,
     component: str | None = None,
-    component_args: Sequence[str] | None = None,
+    component_args: ComponentArgs | None = None,
     scheduler: str | None = None,
     cfg: Mapping[str, CfgVal] | None = None,
     resource_key: str = DEFAULT_RESOURCE_KEY,
@@ -231,7 +263,8 @@ def build_anylaunch_op(
         name: the op's name
         app: the AppDef to launch
         component: or a component to launch, e.g. ``utils.echo``
-        component_args: the component's CLI-style arguments (config can replace them)
+        component_args: the component's arguments, ``["--msg", "hi"]`` or ``{"msg": "hi"}``
+            (config can replace them)
         scheduler: replaces the resource's scheduler (config can replace it)
         cfg: run options merged over the resource's (config's win)
         resource_key: key of the AnylaunchResource
@@ -243,7 +276,7 @@ def build_anylaunch_op(
     _check_op_args(name, scheduler, retry_policy)
     what = app.name if app is not None else component
     fixed_app = app
-    fixed_args = list(component_args) if component_args is not None else None
+    fixed_args = _frozen(component_args)
     fixed_cfg = dict(cfg or {})
 
     @dg.op(

@@ -14,7 +14,7 @@ example dagster-aws's ``PipesS3MessageReader``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 import dagster as dg
@@ -25,7 +25,7 @@ from anylaunch.specs.api import AppDef, Workspace
 from anylaunch.specs.errors import AnylaunchError, InvalidSpecError
 from anylaunch.specs.runopts import CfgVal
 from dagster_anylaunch._lifecycle import AppWatch, Context
-from dagster_anylaunch.resources import AnylaunchResource, to_app
+from dagster_anylaunch.resources import AnylaunchResource, ComponentArgs, to_app
 
 __all__ = ["PIPES_CLIENT_NAME", "PipesAnylaunchClient"]
 
@@ -78,7 +78,7 @@ class PipesAnylaunchClient(dg.PipesClient, TreatAsResourceParam):
         *,
         context: Context,
         app: AppDef | str,
-        component_args: Sequence[str] | None = None,
+        component_args: ComponentArgs | None = None,
         extras: PipesExtras | None = None,
         scheduler: str | None = None,
         cfg: Mapping[str, CfgVal] | None = None,
@@ -92,7 +92,7 @@ class PipesAnylaunchClient(dg.PipesClient, TreatAsResourceParam):
         Args:
             context: the op's or asset's context
             app: an AppDef, or a component name such as ``utils.python``
-            component_args: the component's CLI-style arguments
+            component_args: the component's arguments, ``["--msg", "hi"]`` or ``{"msg": "hi"}``
             extras: arbitrary data for the app (``context.extras`` inside it)
             scheduler: replaces the resource's scheduler
             cfg: merged over the resource's run options

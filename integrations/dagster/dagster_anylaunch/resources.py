@@ -42,21 +42,27 @@ __all__ = ["DEFAULT_SESSION_NAME", "AnylaunchResource"]
 DEFAULT_SESSION_NAME = "dagster"
 
 
+#: A component's arguments: CLI-style (``["--msg", "hi"]``) or by name (``{"msg": "hi"}``).
+ComponentArgs = Sequence[str] | Mapping[str, Any]
+
+
 def to_app(
-    app: AppDef | str, component_args: Sequence[str] | None = None, runner: Runner | None = None
+    app: AppDef | str, component_args: ComponentArgs | None = None, runner: Runner | None = None
 ) -> AppDef:
-    """``app`` itself, or the AppDef of the component named ``app`` with its CLI-style args
+    """``app`` itself, or the AppDef of the component named ``app`` with its arguments
     (materialized by ``runner``, default: a runner of the default session, so that component
     defaults from ``.anylaunchconfig`` apply).
 
     >>> to_app("utils.echo", ["--msg", "hi"]).roles[0].args
+    ['hi']
+    >>> to_app("utils.echo", {"msg": "hi"}).roles[0].args
     ['hi']
     """
     if isinstance(app, AppDef):
         if component_args:
             raise InvalidSpecError(
                 "component_args",
-                list(component_args),
+                component_args,
                 "only applies to a component name, not to an AppDef",
                 "pass the arguments to the component function that builds the AppDef",
             )
@@ -237,7 +243,7 @@ class AnylaunchResource(dg.ConfigurableResource):  # type: ignore[type-arg]
     def dryrun(
         self,
         app: AppDef | str,
-        component_args: Sequence[str] | None = None,
+        component_args: ComponentArgs | None = None,
         *,
         scheduler: str | None = None,
         cfg: Mapping[str, CfgVal] | None = None,
@@ -248,7 +254,7 @@ class AnylaunchResource(dg.ConfigurableResource):  # type: ignore[type-arg]
 
         Args:
             app: an AppDef, or a component name such as ``utils.echo``
-            component_args: the component's CLI-style arguments, e.g. ``["--msg", "hi"]``
+            component_args: the component's arguments, ``["--msg", "hi"]`` or ``{"msg": "hi"}``
             scheduler: replaces the resource's scheduler
             cfg: merged over the resource's run options
             workspace: overrides the first role's workspace (``""`` disables it)
@@ -269,7 +275,7 @@ class AnylaunchResource(dg.ConfigurableResource):  # type: ignore[type-arg]
     def launch(
         self,
         app: AppDef | str,
-        component_args: Sequence[str] | None = None,
+        component_args: ComponentArgs | None = None,
         *,
         scheduler: str | None = None,
         cfg: Mapping[str, CfgVal] | None = None,
@@ -332,7 +338,7 @@ class AnylaunchResource(dg.ConfigurableResource):  # type: ignore[type-arg]
         self,
         context: Context,
         app: AppDef | str,
-        component_args: Sequence[str] | None = None,
+        component_args: ComponentArgs | None = None,
         *,
         scheduler: str | None = None,
         cfg: Mapping[str, CfgVal] | None = None,
@@ -351,7 +357,7 @@ class AnylaunchResource(dg.ConfigurableResource):  # type: ignore[type-arg]
         Args:
             context: the op's or asset's context
             app: an AppDef, or a component name such as ``utils.echo``
-            component_args: the component's CLI-style arguments
+            component_args: the component's arguments, ``["--msg", "hi"]`` or ``{"msg": "hi"}``
             scheduler: replaces the resource's scheduler
             cfg: merged over the resource's run options
             workspace: overrides the first role's workspace (``""`` disables it)

@@ -71,6 +71,7 @@ CASES: list[Case] = [
     Case("op-on_kill_action", lambda: _op(on_kill_action="ignore"), "on_kill_action"),
     Case("op-deferrable-str", lambda: _op(deferrable="no"), "deferrable"),
     Case("op-stream_logs-str", lambda: _op(stream_logs="false"), "stream_logs"),
+    Case("op-durable-str", lambda: _op(durable="no"), "durable"),
     Case("op-wait_for_completion-int", lambda: _op(wait_for_completion=1), "wait_for_completion"),
     Case(
         "op-retry-infra-str",

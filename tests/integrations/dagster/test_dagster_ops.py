@@ -108,6 +108,21 @@ def test_anylaunch_op_launches_the_component_its_config_names(
     assert "echo/0 hello from config" in user_logs(instance, result.run_id)
 
 
+def test_component_arguments_can_be_given_by_name_as_in_airflow_and_prefect(
+    instance: dg.DagsterInstance, launched_apps, user_logs
+) -> None:
+    by_name = build_anylaunch_op("by_name", component="utils.echo", component_args={"msg": "x"})
+    in_config = AnylaunchOpConfig(component="utils.echo", component_params={"msg": "from params"})
+    for op_def, run_config, line in (
+        (by_name, None, "echo/0 x"),
+        (anylaunch_op, dg.RunConfig(ops={"anylaunch_op": in_config}), "echo/0 from params"),
+    ):
+        result = one_op_job(op_def).execute_in_process(instance=instance, run_config=run_config)
+        assert result.success
+        assert line in user_logs(instance, result.run_id)
+    assert [a.state for a in launched_apps()] == [AppState.SUCCEEDED] * 2
+
+
 FAILING_APP = """\
 import sys
 for i in range(80):
@@ -246,6 +261,13 @@ def test_the_scheduler_can_come_from_an_env_var(
         (AnylaunchOpConfig(), "component=None is invalid: there is no app to launch"),
         (AnylaunchOpConfig(component="utils.echo", component_args=["--nope"]), "--nope"),
         (AnylaunchOpConfig(component="utils.no_such_component"), "no_such_component"),
+        (
+            AnylaunchOpConfig(
+                component="utils.echo", component_args=["--msg", "a"], component_params={"msg": "b"}
+            ),
+            "give the arguments one way",
+        ),
+        (AnylaunchOpConfig(component="utils.echo", component_params={"msgg": "b"}), "msgg"),
     ],
     ids=[
         "unknown-scheduler",
@@ -253,6 +275,8 @@ def test_the_scheduler_can_come_from_an_env_var(
         "no-app",
         "bad-component-args",
         "unknown-component",
+        "args-given-twice",
+        "unknown-component-param",
     ],
 )
 def test_bad_op_config_fails_the_step_clearly_without_launching_or_retrying(
@@ -342,6 +366,7 @@ def test_bad_resource_run_config_fails_the_run_naming_the_field(
         ),
         ({"component_args": ["--msg", "hi"]}, "component_args"),
         ({"component": "utils.echo", "component_args": "--msg hi"}, "component_args"),
+        ({"component": "utils.echo", "component_args": {1: "hi"}}, "component_args"),
         ({"component": "utils.echo", "resource_key": "not a key"}, "resource_key"),
     ],
 )
