@@ -9,13 +9,14 @@ list, dict or None is an error naming the field, since it cannot be one argument
 from __future__ import annotations
 
 import dataclasses
+import datetime
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from anylaunch.specs.api import AppDef
 
-__all__ = ["render_appdef"]
+__all__ = ["render_appdef", "sample_context"]
 
 
 def _text(value: Any, field: str) -> str:
@@ -60,3 +61,33 @@ def render_appdef(app: AppDef, render: Callable[[Any], Any]) -> AppDef:
             )
         )
     return dataclasses.replace(app, name=_text(render(app.name), "app.name"), roles=roles)
+
+
+def sample_context(task: Any, logical_date: datetime.datetime) -> dict[str, Any]:
+    """The template context of a manual run of ``task`` at ``logical_date``, for a dry run:
+    dates, ids, params and macros, but no task instance and no API server (so ``var``,
+    ``conn`` and ``ti`` are missing, and a template using them fails naming them)."""
+    from airflow.sdk.execution_time.context import MacrosAccessor
+
+    if logical_date.tzinfo is None:
+        logical_date = logical_date.replace(tzinfo=datetime.timezone.utc)
+    ds = logical_date.strftime("%Y-%m-%d")
+    ts = logical_date.isoformat()
+    dag_id = task.dag.dag_id if task.has_dag() else "dry_run"
+    run_id = f"manual__{ts}"
+    return {
+        "dag": task.dag if task.has_dag() else None,
+        "task": task,
+        "run_id": run_id,
+        "logical_date": logical_date,
+        "data_interval_start": logical_date,
+        "data_interval_end": logical_date,
+        "ds": ds,
+        "ds_nodash": ds.replace("-", ""),
+        "ts": ts,
+        "ts_nodash": logical_date.strftime("%Y%m%dT%H%M%S"),
+        "ts_nodash_with_tz": ts.replace("-", "").replace(":", ""),
+        "task_instance_key_str": f"{dag_id}__{task.task_id}__{ds.replace('-', '')}",
+        "macros": MacrosAccessor(),
+        "params": {key: task.params[key] for key in task.params},
+    }

@@ -17,7 +17,7 @@ runs.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, ClassVar, NoReturn
 
 from airflow.sdk import BaseOperator, conf
@@ -328,24 +328,56 @@ class AnylaunchOperator(ResumableJobMixin, BaseOperator):
             raise _input_error(e) from e
         return scheduler, cfg
 
-    def dryrun_request(self) -> AppDryRunInfo[Any]:
+    def dryrun_request(self, logical_date: datetime | None = None) -> AppDryRunInfo[Any]:
         """The request this task would submit (``print()`` it), built offline: no
-        submission, no network, no credentials. Templates are not rendered."""
-        scheduler, cfg = self._prepare(None)
-        try:
-            return self._dryrun(scheduler, cfg, None)[0]
-        finally:
-            self._close_runner()
+        submission, no network, no credentials.
 
-    def dry_run(self) -> None:
-        """Prints the native request this task would submit (see :meth:`dryrun_request`),
-        secrets masked."""
-        scheduler, cfg = self._prepare(None)
+        Args:
+            logical_date: render the templates first, as a manual run at this date would
+                (dates, ids, params and macros; ``var``, ``conn`` and ``ti`` need a real
+                run). Without it, templates are not rendered.
+        """
+        op = self._rendered_copy(logical_date) if logical_date is not None else self
+        scheduler, cfg = op._prepare(None)
         try:
-            info, app = self._dryrun(scheduler, cfg, None)
+            return op._dryrun(scheduler, cfg, None)[0]
         finally:
-            self._close_runner()
-        print(self._redactor_for(app)(str(info)))
+            op._close_runner()
+
+    def dry_run(self, logical_date: datetime | None = None) -> None:
+        """Prints the native request this task would submit (see :meth:`dryrun_request`),
+        secrets masked; with ``logical_date``, templates rendered for that date."""
+        op = self._rendered_copy(logical_date) if logical_date is not None else self
+        scheduler, cfg = op._prepare(None)
+        try:
+            info, app = op._dryrun(scheduler, cfg, None)
+        finally:
+            op._close_runner()
+        print(op._redactor_for(app)(str(info)))
+
+    def _rendered_copy(self, logical_date: datetime) -> AnylaunchOperator:
+        import copy
+
+        from airflow_anylaunch._templating import sample_context
+
+        if not isinstance(logical_date, datetime):
+            raise AnylaunchInputError(
+                f"logical_date={type(logical_date).__name__} is invalid: must be a datetime. "
+                "Fix: pass e.g. datetime(2026, 1, 1)"
+            )
+        import jinja2
+
+        op = copy.copy(self)  # rendering replaces the template fields, never self's
+        try:
+            op.render_template_fields(sample_context(op, logical_date))  # type: ignore[arg-type]
+        except jinja2.UndefinedError as e:
+            raise AnylaunchInputError(
+                f"a dry run cannot render a template of task {self.task_id}: {e}. Fix: only "
+                "dates, ids, params and macros exist in a dry run; `airflow tasks test` renders "
+                "var, conn and ti"
+            ) from None
+        check_operator_args(op, parse_time=False)
+        return op
 
     def _dryrun(
         self, scheduler: str, cfg: dict[str, Any], parent: str | None

@@ -123,6 +123,45 @@ def test_jinja_inside_the_appdef_is_rendered(
     assert "{{" not in " ".join(app.name for app in launched)
 
 
+def test_dry_run_renders_templates_for_a_sample_logical_date(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    import sys
+    from datetime import datetime
+
+    from airflow.sdk import DAG
+
+    from airflow_anylaunch.exceptions import AnylaunchInputError
+    from airflow_anylaunch.operators import AnylaunchOperator
+
+    sys.path.insert(0, str(Path(__file__).parent / "dags"))
+    try:
+        import operator_dags
+    finally:
+        sys.path.pop(0)
+    with DAG("dry_dag", schedule=None, params={"word": "hi"}):
+        op = AnylaunchOperator(
+            task_id="app",
+            app=operator_dags.templated_app(),
+            scheduler="local_cwd",
+            env={"DAY": "{{ ds }}"},
+        )
+        needs_var = AnylaunchOperator(
+            task_id="var", component="utils.echo", env={"X": "{{ var.value.x }}"}
+        )
+    op.dry_run(logical_date=datetime(2026, 1, 2))
+    out = capsys.readouterr().out
+    assert "local_cwd app tpl-dry-dag-" in out and "DAY=2026-01-02" in out
+    assert " hi 42" in out and "AL_RUN=run-hi" in out
+    request = op.dryrun_request(logical_date=datetime(2026, 1, 2))
+    assert "tpl-dry-dag" in str(request) and "DAY=2026-01-02" in str(request)
+    # the task itself keeps its templates for the real run
+    assert op.app.roles[0].args[-2:] == ["{{ params.word }}", "{{ 20 + 22 }}"]  # type: ignore[union-attr]
+    assert op.env == {"DAY": "{{ ds }}"}
+    with pytest.raises(AnylaunchInputError, match="'var' is undefined"):
+        needs_var.dry_run(logical_date=datetime(2026, 1, 2))
+
+
 def test_the_rendered_template_view_masks_declared_secrets(
     airflow: Any, apps: Callable[[], List[Any]]
 ) -> None:
