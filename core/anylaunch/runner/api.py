@@ -641,12 +641,13 @@ class Runner:
         opts = self.scheduler_run_opts(scheduler)
         if cfg_str.strip():
             known = [name for name, _ in opts]
-            for key, value in _cfg_str_to_pairs(cfg_str.strip()).items():
+            for key in _cfg_str_to_pairs(cfg_str.strip()):
                 if key not in opts:
                     raise InvalidRunConfigException(
                         key,
-                        value,
-                        f"not a run option of the {scheduler} scheduler{did_you_mean(key, known)}",
+                        "<not shown>",  # the value of a misspelt option may be a credential
+                        f"not a run option of the {scheduler} scheduler."
+                        f"{did_you_mean(key, known)}",
                         f"use one of: {', '.join(sorted(known)) or '(none)'}",
                     )
         return opts.cfg_from_str(cfg_str)

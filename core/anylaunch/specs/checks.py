@@ -70,7 +70,7 @@ def check_known_fields(owner: str, data: object, known: Iterable[str]) -> None:
     >>> check_known_fields("Job", {"sheduler": "x"}, ["scheduler", "cfg"])
     Traceback (most recent call last):
     ...
-    anylaunch.specs.errors.InvalidSpecError: Job.sheduler='<not shown>' is invalid: is not a field of Job. Did you mean 'scheduler'?. Fix: use one of: cfg, scheduler
+    anylaunch.specs.errors.InvalidSpecError: Job.sheduler='<not shown>' is invalid: is not a field of Job. Did you mean 'scheduler'? Fix: use one of: cfg, scheduler
     """
     if not isinstance(data, dict):
         return

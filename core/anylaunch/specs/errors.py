@@ -43,7 +43,8 @@ class InvalidSpecError(AnylaunchError, ValueError):
         self.value = value
         self.problem = problem
         self.fix = fix
-        super().__init__(f"{field}={value!r} is invalid: {problem}. Fix: {fix}")
+        end = "" if problem.endswith(("?", ".", "!")) else "."  # a did-you-mean ends it
+        super().__init__(f"{field}={value!r} is invalid: {problem}{end} Fix: {fix}")
 
 
 class InvalidRunConfigException(InvalidSpecError):
