@@ -646,8 +646,7 @@ class Runner:
                     raise InvalidRunConfigException(
                         key,
                         "<not shown>",  # the value of a misspelt option may be a credential
-                        f"not a run option of the {scheduler} scheduler."
-                        f"{did_you_mean(key, known)}",
+                        f"not a run option of the {scheduler} scheduler.{did_you_mean(key, known)}",
                         f"use one of: {', '.join(sorted(known)) or '(none)'}",
                     )
         return opts.cfg_from_str(cfg_str)
