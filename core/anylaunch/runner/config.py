@@ -202,8 +202,10 @@ def find_configs(dirs: Iterable[str] | None = None) -> list[str]:
     seen: set[str] = set()
     for d in dir_list:
         path = os.path.join(os.path.expanduser(d), CONFIG_FILE)
+        if not os.path.isfile(path):  # first: realpath costs a syscall per path component
+            continue
         real = os.path.realpath(path)
-        if real in seen or not os.path.isfile(path):
+        if real in seen:
             continue
         seen.add(real)
         if not os.access(path, os.R_OK):
