@@ -3,6 +3,8 @@
 import os
 import signal
 
+from hypothesis import settings
+
 # Each test's local_cwd state dir gets its own warm fork-server; let idle ones exit soon after
 # the suite instead of lingering for the default 60 s.
 os.environ.setdefault("ANYLAUNCH_LOCAL_FORKSERVER_IDLE_S", "5")
@@ -14,3 +16,9 @@ os.environ.setdefault("ANYLAUNCH_LOCAL_FORKSERVER_IDLE_S", "5")
 # children at exec, so they get what an interactive terminal gives them.
 if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
+
+# Property tests: in CI the examples are derived from each test (the same every run), so a
+# landing is never decided by a random draw; locally every run explores new examples.
+settings.register_profile("ci", derandomize=True, deadline=None, print_blob=True)
+if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+    settings.load_profile("ci")

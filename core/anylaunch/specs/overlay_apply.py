@@ -339,10 +339,9 @@ def _accumulate_plain(
         old.extend(accumulated(value, path))
         return canonical_key(old_parsed), old
     if old is None:
-        # null takes any value, but as a plain key a dict/list would merge into the base's
-        if old_op is None and isinstance(value, (dict, list)):
-            return put_key, accumulated(value, path)
-        return canonical_key(old_parsed), accumulated(value, path)
+        # applied in turn, null then `value` leaves exactly `value` whatever the base held:
+        # a plain key would instead merge into (or mismatch) the base's value
+        return put_key, accumulated(value, path)
     if isinstance(old, dict) and isinstance(value, dict):
         _accumulate_into(old, value, path)
         return canonical_key(old_parsed), old
