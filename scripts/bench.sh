@@ -54,3 +54,4 @@ export ANYLAUNCH_ENGINE_SCALE=1 ANYLAUNCH_ENGINE_SCALE_N="${sizes[*]}"
 run pytest tests/benchmarks/engine_scale -p no:cacheprovider -s -v \
   ${ANYLAUNCH_ENGINE_SCALE_PYTEST_ARGS:-}
 echo "== results: .benchmarks/engine_scale.json, .benchmarks/engine_scale.png"
+run python -m tests.benchmarks.engine_scale.report

@@ -57,3 +57,30 @@ def plot(data: dict[str, Any]) -> None:
     fig.tight_layout()
     fig.savefig(PNG_PATH, dpi=110)
     plt.close(fig)
+
+
+def table(data: dict[str, Any]) -> str:
+    """The results as a Markdown table (the README's performance section).
+
+    >>> print(table({"slurm": {"50": {"naive": {"api_requests": 900, "triggerer_cpu_s": 2.5,
+    ...     "triggerer_peak_rss_mb": 300.0, "delay_median_s": 3.1, "delay_p95_s": 4.0}}}}))
+    | backend | N | waiter | API requests | triggerer CPU s | triggerer peak RSS MiB | delay median s | delay p95 s |
+    |---|---|---|---|---|---|---|---|
+    | slurm | 50 | naive | 900 | 2.5 | 300.0 | 3.1 | 4.0 |
+    """
+    lines = [
+        "| backend | N | waiter | API requests | triggerer CPU s | triggerer peak RSS MiB "
+        "| delay median s | delay p95 s |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for backend, by_n in sorted(data.items()):
+        for n, runs in sorted(by_n.items(), key=lambda kv: int(kv[0])):
+            for tool, entry in sorted(runs.items()):
+                cells = [entry.get(key) for key, _ in METRICS]
+                shown = ["-" if c is None else str(c) for c in cells]
+                lines.append(f"| {backend} | {n} | {tool} | " + " | ".join(shown) + " |")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    print(table(json.loads(JSON_PATH.read_text())))
