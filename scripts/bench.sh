@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# The benchmarks.
+#
+#   bash scripts/bench.sh [pytest-args]          the benchmarks in tests/benchmarks (speed of
+#                                                anylaunch's own code, TorchX side by side), as
+#                                                `pytest tests/benchmarks --benchmark-enable`
+#   bash scripts/bench.sh engine-scale [N ...]   the engine-scale benchmark (default N: 50 200 500):
+#                                                N deferred Airflow tasks waiting on real jobs at
+#                                                once, anylaunch vs the incumbents, on Kubernetes,
+#                                                Slurm and local_cwd; writes
+#                                                .benchmarks/engine_scale.json and .png
+#
+# engine-scale provisions its backends like scripts/test.sh (every scripts/provision/*.sh is
+# sourced) and installs the `bench` dependency group (the cncf.kubernetes provider, matplotlib)
+# into the project environment. Environment knobs: ANYLAUNCH_ENGINE_SCALE_SLEEP_S (how long each
+# job runs, default 30), and pytest's -k through ANYLAUNCH_ENGINE_SCALE_PYTEST_ARGS
+# (e.g. "-k kubernetes").
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+command -v uv >/dev/null 2>&1 || python3 -m pip install --quiet 'uv>=0.5'
+export UV_COMPILE_BYTECODE=1 # the machine sets PYTHONDONTWRITEBYTECODE; imports must stay fast
+run() { uv run --frozen --no-sync "$@"; }
+
+if [ "${1:-}" != engine-scale ]; then
+  uv sync --frozen --all-extras --quiet
+  exec uv run --frozen --no-sync pytest tests/benchmarks --benchmark-enable "$@"
+fi
+
+shift
+sizes=("$@")
+[ ${#sizes[@]} -gt 0 ] || sizes=(50 200 500)
+for n in "${sizes[@]}"; do
+  if ! [[ "$n" =~ ^[1-9][0-9]*$ ]]; then
+    echo "bench.sh engine-scale: N must be a positive whole number of tasks, not '$n'" >&2
+    echo "usage: bash scripts/bench.sh engine-scale [N ...]   (e.g. 50 200 500)" >&2
+    exit 2
+  fi
+done
+
+uv sync --frozen --all-extras --group bench --quiet
+run python -m compileall -q core integrations
+
+for script in scripts/provision/*.sh; do
+  [ -e "$script" ] || continue
+  echo "== provision ${script#scripts/provision/}"
+  # shellcheck disable=SC1090
+  . "$script"
+done
+
+echo "== engine-scale N=${sizes[*]}"
+export ANYLAUNCH_ENGINE_SCALE=1 ANYLAUNCH_ENGINE_SCALE_N="${sizes[*]}"
+# shellcheck disable=SC2086 # the extra pytest arguments are words on purpose
+run pytest tests/benchmarks/engine_scale -p no:cacheprovider -s -v \
+  ${ANYLAUNCH_ENGINE_SCALE_PYTEST_ARGS:-}
+echo "== results: .benchmarks/engine_scale.json, .benchmarks/engine_scale.png"
+run python -m tests.benchmarks.engine_scale.report

@@ -1,0 +1,86 @@
+"""``.benchmarks/engine_scale.json`` (merged run by run: ``{backend: {N: {tool: entry}}}``) and
+the plot beside it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[3]
+OUT = REPO / ".benchmarks"
+JSON_PATH = OUT / "engine_scale.json"
+PNG_PATH = OUT / "engine_scale.png"
+METRICS = (
+    ("api_requests", "API server requests"),
+    ("triggerer_cpu_s", "triggerer CPU (s)"),
+    ("triggerer_peak_rss_mb", "triggerer peak RSS (MiB)"),
+    ("delay_median_s", "job end -> task success, median (s)"),
+    ("delay_p95_s", "job end -> task success, p95 (s)"),
+)
+
+
+def record(backend: str, n: int, tool: str, entry: dict[str, Any]) -> dict[str, Any]:
+    """Adds one run's entry to the JSON file (keeping every other run's) and redraws the plot."""
+    OUT.mkdir(exist_ok=True)
+    data: dict[str, Any] = json.loads(JSON_PATH.read_text()) if JSON_PATH.exists() else {}
+    data.setdefault(backend, {}).setdefault(str(n), {})[tool] = entry
+    JSON_PATH.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+    plot(data)
+    return data
+
+
+def plot(data: dict[str, Any]) -> None:
+    """One panel per metric: a line per (backend, tool) over N."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(METRICS), figsize=(4.2 * len(METRICS), 3.6))
+    for ax, (key, title) in zip(axes, METRICS, strict=True):
+        for backend, by_n in sorted(data.items()):
+            tools = sorted({t for runs in by_n.values() for t in runs})
+            for tool in tools:
+                points = sorted(
+                    (int(n), runs[tool][key])
+                    for n, runs in by_n.items()
+                    if tool in runs and runs[tool].get(key) is not None
+                )
+                if points:
+                    xs, ys = zip(*points, strict=True)
+                    ax.plot(xs, ys, marker="o", label=f"{backend}: {tool}")
+        ax.set_title(title, fontsize=9)
+        ax.set_xlabel("N deferred tasks")
+        ax.grid(alpha=0.3)
+    axes[0].legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(PNG_PATH, dpi=110)
+    plt.close(fig)
+
+
+def table(data: dict[str, Any]) -> str:
+    """The results as a Markdown table (the README's performance section).
+
+    >>> print(table({"slurm": {"50": {"naive": {"api_requests": 900, "triggerer_cpu_s": 2.5,
+    ...     "triggerer_peak_rss_mb": 300.0, "delay_median_s": 3.1, "delay_p95_s": 4.0}}}}))
+    | backend | N | waiter | API requests | triggerer CPU s | triggerer peak RSS MiB | delay median s | delay p95 s |
+    |---|---|---|---|---|---|---|---|
+    | slurm | 50 | naive | 900 | 2.5 | 300.0 | 3.1 | 4.0 |
+    """
+    lines = [
+        "| backend | N | waiter | API requests | triggerer CPU s | triggerer peak RSS MiB "
+        "| delay median s | delay p95 s |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for backend, by_n in sorted(data.items()):
+        for n, runs in sorted(by_n.items(), key=lambda kv: int(kv[0])):
+            for tool, entry in sorted(runs.items()):
+                cells = [entry.get(key) for key, _ in METRICS]
+                shown = ["-" if c is None else str(c) for c in cells]
+                lines.append(f"| {backend} | {n} | {tool} | " + " | ".join(shown) + " |")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    print(table(json.loads(JSON_PATH.read_text())))
