@@ -407,22 +407,11 @@ class Runner:
         workspace: str | Workspace | None,
         cfg: Mapping[str, CfgVal],
     ) -> None:
+        from anylaunch.schedulers.api import as_workspace
         from anylaunch.workspace.api import WorkspaceMixin
 
         role = app.roles[0]
-        if workspace is None:
-            ws = role.workspace
-        elif isinstance(workspace, Workspace):
-            ws = workspace
-        elif isinstance(workspace, str):
-            ws = Workspace.from_str(workspace) if workspace.strip() else None
-        else:
-            raise InvalidSpecError(
-                "workspace",
-                workspace,
-                "must be a path string, a Workspace or None",
-                "pass e.g. '.' or Workspace(projects={'.': ''})",
-            )
+        ws = role.workspace if workspace is None else as_workspace(workspace)
         role.workspace = ws
         if not ws:  # None, or an empty Workspace (allowed, and falsy, as in TorchX)
             return

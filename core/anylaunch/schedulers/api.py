@@ -125,7 +125,7 @@ class Scheduler(abc.ABC, Generic[T]):
             InvalidRunConfigException: ``cfg`` has an unknown, missing or mistyped option.
         """
         resolved = self.run_opts().resolve(cfg if cfg is not None else {})  # type: ignore[arg-type]
-        ws = _as_workspace(workspace)
+        ws = as_workspace(workspace)
         if ws is not None:
             self._build_workspaces(app, ws, resolved)
         return self.schedule(self.submit_dryrun(app, resolved))  # type: ignore[arg-type]
@@ -335,8 +335,9 @@ class Scheduler(abc.ABC, Generic[T]):
         )
 
 
-def _as_workspace(workspace: object) -> Workspace | None:
-    """The workspace a ``submit`` caller passed: None for ``None`` or a blank string."""
+def as_workspace(workspace: object) -> Workspace | None:
+    """The workspace a caller passed (``submit``, ``Runner.run``): None for ``None`` or a
+    blank string; a string is parsed with :meth:`Workspace.from_str`."""
     if workspace is None or isinstance(workspace, Workspace):
         return workspace
     if isinstance(workspace, str):
