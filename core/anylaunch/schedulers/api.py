@@ -15,6 +15,7 @@ from datetime import datetime
 from enum import Enum
 from typing import Any, Generic, Protocol, TypeVar
 
+from anylaunch.schedulers.changes import ChangeFeed
 from anylaunch.specs.api import (
     NONE,
     AppDef,
@@ -225,6 +226,11 @@ class Scheduler(abc.ABC, Generic[T]):
     def exists(self, app_id: str) -> bool:
         """True if the scheduler still knows the app."""
         return self.describe(app_id) is not None
+
+    def change_feed(self) -> ChangeFeed | None:
+        """The process-wide feed of this backend's app changes, or None if it pushes none
+        (drivers then poll on their interval). See :mod:`anylaunch.schedulers.changes`."""
+        return None
 
     # --- control --------------------------------------------------------------------------
 
