@@ -1,6 +1,7 @@
 """``anylaunch log``: print (or follow) the logs of an app's replicas.
 
-Each line is prefixed ``role/replica `` so interleaved replicas stay readable. Every replica is
+Each line is prefixed ``role/replica `` so interleaved replicas stay readable; ``--json``
+prints JSON lines ``{"role", "replica", "line"}`` instead (the line without its newline). Every replica is
 read on its own thread (:class:`anylaunch.runner.logs.LogPump`), so tailing many replicas
 shows lines as they are written.
 """
@@ -11,12 +12,14 @@ import argparse
 import logging
 import re
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TextIO
 
 from anylaunch.cli.cmd_base import SubCommand
+from anylaunch.cli.output import print_json_line
 
 if TYPE_CHECKING:
     from anylaunch.runner.api import Runner
+    from anylaunch.runner.logs import LineSink
     from anylaunch.specs.api import AppStatus
 
 logger: logging.Logger = logging.getLogger(__name__)
@@ -78,6 +81,11 @@ def wait_until_started(runner: Runner, app_handle: str, poll_interval: float = 1
     return policy.last_status
 
 
+def _json_sink(role: str, replica: int, line: str) -> None:
+    text = line.rstrip("\n").rstrip("\r")
+    print_json_line({"role": role, "replica": replica, "line": text})
+
+
 def _check_regex(regex: str | None) -> None:
     from anylaunch.specs.errors import InvalidSpecError
 
@@ -109,6 +117,11 @@ class CmdLog(SubCommand):
             help="which output to read (default: the scheduler's choice)",
         )
         subparser.add_argument(
+            "--json",
+            action="store_true",
+            help='print one JSON object per line: {"role": ..., "replica": ..., "line": ...}',
+        )
+        subparser.add_argument(
             "identifier",
             metavar=ID_FORMAT,
             help="the app handle, optionally narrowed to a role and replica ids",
@@ -124,8 +137,9 @@ class CmdLog(SubCommand):
             if replica_ids is None:
                 wait_until_started(runner, app_handle)
             replicas = find_replicas(runner, app_handle, role, replica_ids)
+            out: TextIO | LineSink = _json_sink if args.json else sys.stdout
             pump = LogPump(
-                runner, app_handle, replicas, sys.stdout, args.regex, args.tail, args.streams
+                runner, app_handle, replicas, out, args.regex, args.tail, args.streams
             ).start()
             pump.join()
         for role_name, k, error in pump.errors[1:]:

@@ -24,8 +24,10 @@ from anylaunch.cli.cmd_base import (
     eprint,
     secret_env_names,
 )
+from anylaunch.cli.output import print_json
 
 if TYPE_CHECKING:
+    from anylaunch.cli.live import StatusView
     from anylaunch.runner.api import Runner
     from anylaunch.specs.secrets import Redactor
 
@@ -43,6 +45,8 @@ CLI_RUN_KEYS = (
 
 #: Longest pause between two status polls while waiting.
 WAIT_INTERVAL_S = 5.0
+#: Pause between status polls while waiting for the app to start (before reading its logs).
+STARTUP_POLL_S = 1.0
 #: How long to let log readers drain once the app has ended.
 LOG_DRAIN_TIMEOUT_S = 30.0
 
@@ -112,12 +116,22 @@ class CmdRun(SubCommand):
         subparser.add_argument(
             "--wait",
             action="store_true",
-            help="wait for the app to end; exit 0 only if it SUCCEEDED",
+            help="wait for the app to end; exit 0 only if it SUCCEEDED. On a terminal, one "
+            "line per role is redrawn in place (state, replicas running/finished/failed, time "
+            "waited); elsewhere, or with NO_COLOR or TERM=dumb, a plain line per change",
         )
         subparser.add_argument(
             "--log",
             action="store_true",
-            help="stream every replica's logs (to stderr) while waiting; implies --wait",
+            help="stream every replica's logs (to stderr, written above the live status lines "
+            "on a terminal) while waiting; implies --wait",
+        )
+        subparser.add_argument(
+            "--json",
+            action="store_true",
+            help='print {"app_handle": ..., "state": ...} on stdout instead of the bare handle '
+            "(with --wait: once the app ended, with its final state); with --dryrun, the app "
+            "and the request as JSON",
         )
         subparser.add_argument(
             "--workspace",
@@ -172,19 +186,26 @@ class CmdRun(SubCommand):
             )
             redact = app_redactor(getattr(info, "_app", None), secret_env)
             if args.dryrun:
-                self._print_dryrun(info, secret_env, redact)
+                self._print_dryrun(info, secret_env, redact, args.json)
                 return 0
             app_handle = runner.schedule(info)
             try:
-                # the handle alone on stdout: scripts capture it with $(anylaunch run ...)
-                print(app_handle, flush=True)
+                if not args.json:
+                    # the handle alone on stdout: scripts capture it with $(anylaunch run ...)
+                    print(app_handle, flush=True)
                 if not (args.wait or args.log):
+                    if args.json:
+                        status = runner.status(app_handle)
+                        state = status.state.name if status is not None else None
+                        print_json({"app_handle": app_handle, "state": state})
                     eprint(
                         f"anylaunch: launched {app_handle}; follow it with `anylaunch status "
                         f"{app_handle}` or `anylaunch log --tail {app_handle}`"
                     )
                     return 0
-                return wait_and_report(runner, app_handle, log=args.log, redact=redact)
+                return wait_and_report(
+                    runner, app_handle, log=args.log, redact=redact, json_out=args.json
+                )
             except KeyboardInterrupt:
                 # Ctrl-C stops the waiting, NOT the app: waiting is an observer's act, and a
                 # launch that outlives its terminal is often intended. Say how to stop it.
@@ -195,11 +216,21 @@ class CmdRun(SubCommand):
                 raise
 
     @staticmethod
-    def _print_dryrun(info: object, secret_env: list[str], redact: Redactor) -> None:
+    def _print_dryrun(
+        info: object, secret_env: list[str], redact: Redactor, json_out: bool = False
+    ) -> None:
         from anylaunch.specs.api import AppDef
-        from anylaunch.specs.serialize import appdef_to_yaml
+        from anylaunch.specs.serialize import appdef_to_dict, appdef_to_yaml
 
         app = getattr(info, "_app", None)
+        if json_out:
+            app_dict = (
+                appdef_to_dict(app, mask_secrets=True, secret_env=secret_env)
+                if isinstance(app, AppDef)
+                else None
+            )
+            print_json({"app": app_dict, "request": redact(str(info))})
+            return
         print("=== APPLICATION ===")
         if isinstance(app, AppDef):
             print(appdef_to_yaml(app, mask_secrets=True, secret_env=secret_env), end="")
@@ -209,41 +240,62 @@ class CmdRun(SubCommand):
 
 
 def wait_and_report(
-    runner: Runner, app_handle: str, log: bool, redact: Redactor | None = None
+    runner: Runner,
+    app_handle: str,
+    log: bool,
+    redact: Redactor | None = None,
+    view: StatusView | None = None,
+    json_out: bool = False,
 ) -> int:
-    """Waits for the app (streaming its logs to stderr if ``log``), prints the final status to
-    stderr, and returns 0 if it SUCCEEDED, else 1. Interrupting it leaves the app running.
-    Everything printed goes through ``redact``.
+    """Waits for the app (streaming its logs to stderr if ``log``), showing its progress in
+    ``view`` (default: live on a terminal, plain lines elsewhere), prints the final status
+    to stderr (and ``{"app_handle", "state"}`` to stdout if ``json_out``), and returns 0 if
+    it SUCCEEDED, else 1. Interrupting it leaves the app running. Everything printed goes
+    through ``redact``.
     """
+    from anylaunch.cli.live import choose_view, logs_through, watch
+    from anylaunch.cli.tables import format_status
     from anylaunch.runner.lines import format_line
-    from anylaunch.specs.secrets import Redactor
-
-    redact = redact if redact is not None else Redactor()
-
-    def to_stderr(role: str, k: int, line: str) -> None:
-        sys.stderr.write(redact(format_line(role, k, line)) + "\n")
-        sys.stderr.flush()
-
-    from anylaunch.cli.cmd_log import wait_until_started
     from anylaunch.runner.logs import LogPump, find_replicas
     from anylaunch.specs.api import AppState
     from anylaunch.specs.errors import UnknownAppException
+    from anylaunch.specs.secrets import Redactor
+
+    mask = redact if redact is not None else Redactor()
+    shown = view if view is not None else choose_view(sys.stderr)
+
+    def to_view(role: str, k: int, line: str) -> None:
+        shown.line(mask(format_line(role, k, line)))
 
     pump: LogPump | None = None
-    if log:
-        wait_until_started(runner, app_handle)
-        replicas = find_replicas(runner, app_handle)
-        pump = LogPump(runner, app_handle, replicas, to_stderr, should_tail=True).start()
-    status = runner.wait(app_handle, wait_interval=WAIT_INTERVAL_S)
-    if pump is not None and not pump.join(timeout=LOG_DRAIN_TIMEOUT_S):
-        logger.warning("gave up waiting for the rest of the logs of %s", app_handle)
+    try:
+        # anylaunch's own messages while waiting are written above a live view, not into it
+        with logs_through(shown):
+            if log:
+                # a pending replica has no logs to read yet
+                if watch(runner, app_handle, shown, STARTUP_POLL_S, until_started=True) is None:
+                    raise UnknownAppException(app_handle)
+                replicas = find_replicas(runner, app_handle)
+                pump = LogPump(runner, app_handle, replicas, to_view, should_tail=True).start()
+            status = watch(runner, app_handle, shown, WAIT_INTERVAL_S)
+            if pump is not None and not pump.join(timeout=LOG_DRAIN_TIMEOUT_S):
+                logger.warning("gave up waiting for the rest of the logs of %s", app_handle)
+    except KeyboardInterrupt:
+        shown.close()
+        if json_out:  # what is known so far: scripts still get the handle
+            last = shown.last
+            print_json({"app_handle": app_handle, "state": last.state.name if last else None})
+        raise
+    shown.close()
     if pump is not None:
         for role, k, error in pump.errors:
             logger.warning("could not read the logs of %s/%d: %s", role, k, error)
     if status is None:
         raise UnknownAppException(app_handle)
+    if json_out:
+        print_json({"app_handle": app_handle, "state": status.state.name})
     eprint(f"anylaunch: {app_handle} ended {status.state.name}")
     if status.state != AppState.SUCCEEDED:
-        eprint(status.format(redact=redact))
+        eprint(format_status(status, redact=mask))
         return EXIT_ERROR
     return 0
