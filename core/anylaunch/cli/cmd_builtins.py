@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from anylaunch.cli.cmd_base import SubCommand
+from anylaunch.cli.output import print_json
 
 
 class CmdBuiltins(SubCommand):
@@ -13,6 +14,12 @@ class CmdBuiltins(SubCommand):
     def add_arguments(self, subparser: argparse.ArgumentParser) -> None:
         subparser.add_argument(
             "--print", metavar="NAME", type=str, help="print the source of component NAME"
+        )
+        subparser.add_argument(
+            "--json",
+            action="store_true",
+            help='print JSON: [{"name", "description", "valid"}], or with --print '
+            '{"name", "path", "source"}',
         )
 
     def run(self, args: argparse.Namespace) -> int:
@@ -23,10 +30,26 @@ class CmdBuiltins(SubCommand):
 
             component = get_component(args.print)
             path = inspect.getsourcefile(component.fn) or "<unknown file>"
+            if args.json:
+                source = inspect.getsource(component.fn)
+                print_json({"name": component.name, "path": path, "source": source})
+                return 0
             print(f"# {component.name} (from {path})")
             print(inspect.getsource(component.fn), end="")
             return 0
         components = get_components()
+        if args.json:
+            print_json(
+                [
+                    {
+                        "name": name,
+                        "description": component.description,
+                        "valid": not component.validation_errors,
+                    }
+                    for name, component in sorted(components.items())
+                ]
+            )
+            return 0
         print(f"Found {len(components)} components:")
         width = max((len(name) for name in components), default=0)
         for i, (name, component) in enumerate(sorted(components.items()), start=1):

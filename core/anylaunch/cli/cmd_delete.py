@@ -6,6 +6,7 @@ import argparse
 import logging
 
 from anylaunch.cli.cmd_base import SubCommand, check_handle
+from anylaunch.cli.output import print_json
 
 logger: logging.Logger = logging.getLogger(__name__)
 
@@ -15,6 +16,9 @@ class CmdDelete(SubCommand):
 
     def add_arguments(self, subparser: argparse.ArgumentParser) -> None:
         subparser.add_argument("app_handle", help="the handle `anylaunch run` printed")
+        subparser.add_argument(
+            "--json", action="store_true", help='print {"app_handle", "deleted": true} as JSON'
+        )
 
     def run(self, args: argparse.Namespace) -> int:
         from anylaunch.runner import get_runner
@@ -26,4 +30,6 @@ class CmdDelete(SubCommand):
                 raise UnknownAppException(app_handle)
             runner.delete(app_handle)
         logger.info("deleted %s", app_handle)
+        if args.json:
+            print_json({"app_handle": app_handle, "deleted": True})
         return 0

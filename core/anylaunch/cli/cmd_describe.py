@@ -36,9 +36,9 @@ class CmdDescribe(SubCommand):
         )
         data = {"app_handle": app_handle, "AppDef": masked}
         if args.json:
-            import json
+            from anylaunch.cli.output import print_json
 
-            print(json.dumps(data, indent=2))
+            print_json(data)
         else:
             import yaml
 

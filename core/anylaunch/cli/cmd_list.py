@@ -4,21 +4,11 @@ from __future__ import annotations
 
 import argparse
 
-from anylaunch.cli.cmd_base import SubCommand
+from anylaunch.cli.cmd_base import SubCommand, eprint
+from anylaunch.cli.output import print_json
+from anylaunch.cli.tables import format_table
 
-
-def format_table(rows: list[list[str]]) -> str:
-    """Formats rows as left-aligned columns (the first row is the header).
-
-    >>> print(format_table([["A", "BB"], ["ccc", "d"]]))
-    A    BB
-    ccc  d
-    """
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    return "\n".join(
-        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
-        for row in rows
-    )
+__all__ = ["CmdList", "format_table"]
 
 
 class CmdList(SubCommand):
@@ -46,8 +36,6 @@ class CmdList(SubCommand):
             cfg = runner.cfg_from_str(scheduler, args.scheduler_args)
             apps = runner.list(scheduler, cfg or None)
         if args.json:
-            import json
-
             data = [
                 {
                     "app_handle": a.app_handle,
@@ -57,13 +45,11 @@ class CmdList(SubCommand):
                 }
                 for a in apps
             ]
-            print(json.dumps(data, indent=2))
+            print_json(data)
         elif apps:
             rows = [["APP HANDLE", "STATE", "NAME"]]
             rows += [[a.app_handle, a.state.name, a.name] for a in apps]
             print(format_table(rows))
         else:
-            from anylaunch.cli.cmd_base import eprint
-
             eprint(f"no apps on the {scheduler} scheduler")
         return 0

@@ -1,10 +1,42 @@
-"""``anylaunch runopts``: the run options (``-cfg``) each scheduler accepts."""
+"""``anylaunch runopts``: the run options (``-cfg``) each scheduler accepts.
+
+``--json`` prints one object keyed by scheduler: ``{"available": true, "error": null,
+"options": {NAME: {"type", "default", "required", "help"}}}`` (an unavailable scheduler has
+``"available": false`` and the reason in ``"error"``).
+"""
 
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING, Any
 
 from anylaunch.cli.cmd_base import SubCommand, eprint, one_line
+from anylaunch.cli.output import print_json
+
+if TYPE_CHECKING:
+    from anylaunch.specs.runopts import runopts
+
+
+def runopts_to_dict(opts: runopts) -> dict[str, dict[str, Any]]:
+    """The options of a scheduler as JSON-friendly data, by name.
+
+    >>> from anylaunch.specs.runopts import runopts
+    >>> opts = runopts()
+    >>> opts.add("image_repo", type_=str, help="where images go", required=True)
+    >>> runopts_to_dict(opts)
+    {'image_repo': {'type': 'str', 'default': None, 'required': True, 'help': 'where images go'}}
+    """
+    from anylaunch.specs.runopts import get_type_name
+
+    return {
+        name: {
+            "type": get_type_name(opt.opt_type),
+            "default": opt.default,
+            "required": opt.is_required,
+            "help": opt.help,
+        }
+        for name, opt in opts
+    }
 
 
 class CmdRunopts(SubCommand):
@@ -13,6 +45,9 @@ class CmdRunopts(SubCommand):
     def add_arguments(self, subparser: argparse.ArgumentParser) -> None:
         subparser.add_argument(
             "scheduler", type=str, nargs="?", help="the scheduler (default: all of them)"
+        )
+        subparser.add_argument(
+            "--json", action="store_true", help="print the options as JSON, keyed by scheduler"
         )
 
     def run(self, args: argparse.Namespace) -> int:
@@ -26,14 +61,22 @@ class CmdRunopts(SubCommand):
                     raise UnknownSchedulerException(args.scheduler, names)
                 names = [args.scheduler]
             failed = False
+            data: dict[str, dict[str, Any]] = {}
             for name in names:
                 try:
                     opts = runner.scheduler_run_opts(name)
                 except Exception as e:  # a missing SDK or broken plugin: say why, go on
                     failed = True
-                    print(f"{name}: unavailable: {one_line(str(e)) or type(e).__name__}\n")
+                    reason = one_line(str(e)) or type(e).__name__
+                    data[name] = {"available": False, "error": reason, "options": {}}
+                    if not args.json:
+                        print(f"{name}: unavailable: {reason}\n")
                     continue
-                print(f"{name}:\n{opts!r}\n")
+                data[name] = {"available": True, "error": None, "options": runopts_to_dict(opts)}
+                if not args.json:
+                    print(f"{name}:\n{opts!r}\n")
+        if args.json:
+            print_json(data)
         if failed and args.scheduler is not None:
             eprint(f"anylaunch: error: the {args.scheduler} scheduler is unavailable (see above)")
             return 1

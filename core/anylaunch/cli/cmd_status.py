@@ -1,4 +1,8 @@
-"""``anylaunch status``: the current state of an app (exit code 3 if the app is unknown)."""
+"""``anylaunch status``: the current state of an app (exit code 3 if the app is unknown).
+
+People get a summary and an aligned table with one row per replica (then each failed
+replica's error); ``--json`` prints the whole status as one JSON document for scripts.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +10,8 @@ import argparse
 import logging
 
 from anylaunch.cli.cmd_base import EXIT_UNKNOWN_APP, SubCommand, check_handle, eprint, split_csv
+from anylaunch.cli.output import print_json
+from anylaunch.cli.tables import format_status
 
 logger: logging.Logger = logging.getLogger(__name__)
 
@@ -21,8 +27,6 @@ class CmdStatus(SubCommand):
         )
 
     def run(self, args: argparse.Namespace) -> int:
-        import json
-
         from anylaunch.runner import get_runner
         from anylaunch.specs.errors import UnknownAppException, did_you_mean
 
@@ -54,7 +58,7 @@ class CmdStatus(SubCommand):
             data = {"app_handle": app_handle, **status.to_dict()}
             if roles:
                 data["roles"] = [r for r in data["roles"] if r["role"] in roles]
-            print(json.dumps(data, indent=2))
+            print_json(data)
         else:
-            print(status.format(filter_roles=roles or None))
+            print(format_status(status, app_handle, filter_roles=roles or None))
         return 0
