@@ -162,7 +162,7 @@ def test_status_json_parses_and_filters_roles(cli: Any) -> None:
 
     text = cli("status", handle)
     assert text.returncode == 0
-    assert "State: SUCCEEDED" in text.stdout
+    assert ["State:", "SUCCEEDED"] in [line.split() for line in text.stdout.splitlines()]
 
 
 def test_describe_prints_the_app_as_yaml(cli: Any) -> None:
