@@ -150,3 +150,33 @@ def test_status_and_list_print_aligned_tables(cli: Any) -> None:
     state_at = listed[0].index("STATE")
     by_handle = {row.split()[0]: row[state_at:].split()[0] for row in listed[1:]}
     assert by_handle == {handle: "FAILED", other: "SUCCEEDED"}
+
+
+def test_status_and_log_mask_the_apps_secrets(cli: Any) -> None:
+    token, declared = "tok-0123456789", "conn-9876543210"
+    script = "echo token=$API_TOKEN conn=$DB_CONN; echo $API_TOKEN $DB_CONN >&2; exit 3"
+    failed = cli(
+        "run", "--wait", "--json", "utils.sh", "--env", f"API_TOKEN={token},DB_CONN={declared}",
+        "sh", "-c", script,
+    )  # fmt: skip
+    assert failed.returncode == 1, failed.stderr
+    handle = json.loads(failed.stdout)["app_handle"]
+
+    outputs = []
+    for args in (["status"], ["status", "--json"], ["log"], ["log", "--json"]):
+        result = cli(*args, "--secret-env", "DB_CONN", handle)
+        assert result.returncode == 0, result.stderr
+        outputs.append(result.stdout)
+    status_text, status_json, log_text, log_json = outputs
+    assert "sh/0 token=*** conn=***" in log_text.splitlines()
+    assert {"role": "sh", "replica": 0, "line": "token=*** conn=***"} in [
+        json.loads(line) for line in log_json.splitlines()
+    ]
+    status = json.loads(status_json)
+    assert status["state"] == "FAILED"
+    # the failure's stderr tail quotes both values: masked
+    assert "*** ***" in status["structured_error_msg"]
+    assert "FAILED" in status_text
+    for output in outputs:
+        assert token not in output
+        assert declared not in output

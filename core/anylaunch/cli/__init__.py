@@ -6,6 +6,15 @@ Conventions:
 
 - stdout carries results scripts read (the app handle of ``run``, ``status --json``, logs of
   ``log``); progress and errors go to stderr.
+- ``--json`` on every subcommand that prints results (``run``, ``status``, ``list``,
+  ``describe``, ``log`` as JSON lines, ``cancel``, ``delete``, ``runopts``, ``builtins``,
+  ``reap``) prints JSON on stdout instead, through one printer (:mod:`anylaunch.cli.output`).
+- People get aligned tables (``list``, ``status``; :mod:`anylaunch.cli.tables`) and, while
+  ``run --wait`` waits on a terminal, a status line per role redrawn in place
+  (:mod:`anylaunch.cli.live`); off a terminal, or with ``NO_COLOR`` or ``TERM=dumb``, a plain
+  line on stderr whenever a role changes.
+- What is printed never shows the app's secret env values (names that look secret, or
+  named by ``--secret-env``).
 - Exit codes: 0 success; 1 error, or ``run --wait`` of an app that did not SUCCEED; 2 usage
   error (argparse, including a component's arguments); 3 ``status`` of an unknown app;
   130 interrupted.

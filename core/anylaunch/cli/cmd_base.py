@@ -4,8 +4,13 @@ from __future__ import annotations
 
 import abc
 import argparse
+import logging
 import sys
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
+
+if TYPE_CHECKING:
+    from anylaunch.runner.api import Runner
+    from anylaunch.specs.secrets import Redactor
 
 #: Exit codes of the ``anylaunch`` command.
 EXIT_OK = 0
@@ -92,3 +97,18 @@ def secret_env_names(flags: list[str] | None, configured: str | None = None) -> 
     for flag in flags or []:
         names += split_csv(flag)
     return names
+
+
+def describe_redactor(runner: Runner, app_handle: str, declared: list[str]) -> Redactor:
+    """A redactor for the secret env values of a submitted app (as the scheduler describes
+    it) and the names ``declared`` secret. When the app cannot be described, it masks
+    nothing (and says so at debug level): reading a status must not fail for it.
+    """
+    from anylaunch.specs.secrets import Redactor, app_redactor
+
+    try:
+        app = runner.describe(app_handle)
+    except Exception as e:  # the status or log is still worth showing
+        logging.getLogger(__name__).debug("cannot describe %s to mask secrets: %s", app_handle, e)
+        return Redactor()
+    return app_redactor(app, declared)

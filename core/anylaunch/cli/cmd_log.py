@@ -1,6 +1,7 @@
 """``anylaunch log``: print (or follow) the logs of an app's replicas.
 
-Each line is prefixed ``role/replica `` so interleaved replicas stay readable; ``--json``
+Each line is prefixed ``role/replica `` so interleaved replicas stay readable, and the app's
+secret env values (names that look secret, or named by ``--secret-env``) are masked; ``--json``
 prints JSON lines ``{"role", "replica", "line"}`` instead (the line without its newline). Every replica is
 read on its own thread (:class:`anylaunch.runner.logs.LogPump`), so tailing many replicas
 shows lines as they are written.
@@ -12,9 +13,15 @@ import argparse
 import logging
 import re
 import sys
-from typing import TYPE_CHECKING, TextIO
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-from anylaunch.cli.cmd_base import SubCommand
+from anylaunch.cli.cmd_base import (
+    SubCommand,
+    add_secret_env_argument,
+    describe_redactor,
+    secret_env_names,
+)
 from anylaunch.cli.output import print_json_line
 
 if TYPE_CHECKING:
@@ -81,9 +88,27 @@ def wait_until_started(runner: Runner, app_handle: str, poll_interval: float = 1
     return policy.last_status
 
 
-def _json_sink(role: str, replica: int, line: str) -> None:
-    text = line.rstrip("\n").rstrip("\r")
-    print_json_line({"role": role, "replica": replica, "line": text})
+def log_sink(redact: Callable[[str], str], as_json: bool) -> LineSink:
+    """Where ``anylaunch log`` writes each line: stdout, ``role/replica line`` (or a JSON line
+    ``{"role", "replica", "line"}``), with secrets masked by ``redact``.
+
+    >>> from anylaunch.specs.secrets import Redactor
+    >>> log_sink(Redactor(["s3cr3t-1"]), as_json=True)("echo", 0, "token=s3cr3t-1\\n")
+    {"role": "echo", "replica": 0, "line": "token=***"}
+    >>> log_sink(Redactor(), as_json=False)("echo", 1, "hi\\n")
+    echo/1 hi
+    """
+    from anylaunch.runner.lines import format_line
+
+    def to_json(role: str, replica: int, line: str) -> None:
+        text = redact(line.rstrip("\n").rstrip("\r"))
+        print_json_line({"role": role, "replica": replica, "line": text})
+
+    def to_text(role: str, replica: int, line: str) -> None:
+        sys.stdout.write(redact(format_line(role, replica, line)) + "\n")
+        sys.stdout.flush()
+
+    return to_json if as_json else to_text
 
 
 def _check_regex(regex: str | None) -> None:
@@ -121,6 +146,7 @@ class CmdLog(SubCommand):
             action="store_true",
             help='print one JSON object per line: {"role": ..., "replica": ..., "line": ...}',
         )
+        add_secret_env_argument(subparser)
         subparser.add_argument(
             "identifier",
             metavar=ID_FORMAT,
@@ -137,7 +163,9 @@ class CmdLog(SubCommand):
             if replica_ids is None:
                 wait_until_started(runner, app_handle)
             replicas = find_replicas(runner, app_handle, role, replica_ids)
-            out: TextIO | LineSink = _json_sink if args.json else sys.stdout
+            # the app's lines may print its secret env values: masked as `run --log` does
+            redact = describe_redactor(runner, app_handle, secret_env_names(args.secret_env))
+            out = log_sink(redact, args.json)
             pump = LogPump(
                 runner, app_handle, replicas, out, args.regex, args.tail, args.streams
             ).start()

@@ -1,8 +1,10 @@
 """``anylaunch run``: launch a component on a scheduler, optionally wait for it and stream logs.
 
-stdout carries only the app handle (one line), so ``H=$(anylaunch run ...)`` captures it;
-progress, the final status and, with ``--log``, the app's log lines go to stderr (as in
-TorchX). ``--dryrun`` prints the app and the native request to stdout and submits nothing.
+stdout carries only the app handle (one line), so ``H=$(anylaunch run ...)`` captures it
+(with ``--json``: one object ``{"app_handle": ..., "state": ...}``, printed once the app
+ended when waiting); progress, the final status and, with ``--log``, the app's log lines go
+to stderr (as in TorchX). While ``--wait`` waits, one line per role shows its progress,
+redrawn in place on a terminal (see :mod:`anylaunch.cli.live`). ``--dryrun`` prints the app and the native request to stdout and submits nothing.
 
 Defaults come from the ``[cli:run]`` section of ``.anylaunchconfig`` (``component``,
 ``scheduler``, ``scheduler_args``, ``workspace``, ``parent_run_id``, ``secret_env``); flags win
@@ -195,9 +197,9 @@ class CmdRun(SubCommand):
                     print(app_handle, flush=True)
                 if not (args.wait or args.log):
                     if args.json:
-                        status = runner.status(app_handle)
-                        state = status.state.name if status is not None else None
-                        print_json({"app_handle": app_handle, "state": state})
+                        print_json(
+                            {"app_handle": app_handle, "state": _state_now(runner, app_handle)}
+                        )
                     eprint(
                         f"anylaunch: launched {app_handle}; follow it with `anylaunch status "
                         f"{app_handle}` or `anylaunch log --tail {app_handle}`"
@@ -237,6 +239,17 @@ class CmdRun(SubCommand):
         print("=== SCHEDULER REQUEST ===")
         # the scheduler masks the names it knows; the redactor also catches declared ones
         print(redact(str(info)))
+
+
+def _state_now(runner: Runner, app_handle: str) -> str | None:
+    """The app's state by name, None when it cannot be told: the launch already happened,
+    its handle must still reach stdout."""
+    try:
+        status = runner.status(app_handle)
+    except Exception as e:
+        logger.warning("launched %s but could not read its state: %s", app_handle, e)
+        return None
+    return status.state.name if status is not None else None
 
 
 def wait_and_report(

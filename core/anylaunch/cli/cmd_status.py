@@ -9,7 +9,16 @@ from __future__ import annotations
 import argparse
 import logging
 
-from anylaunch.cli.cmd_base import EXIT_UNKNOWN_APP, SubCommand, check_handle, eprint, split_csv
+from anylaunch.cli.cmd_base import (
+    EXIT_UNKNOWN_APP,
+    SubCommand,
+    add_secret_env_argument,
+    check_handle,
+    describe_redactor,
+    eprint,
+    secret_env_names,
+    split_csv,
+)
 from anylaunch.cli.output import print_json
 from anylaunch.cli.tables import format_status
 
@@ -25,6 +34,7 @@ class CmdStatus(SubCommand):
         subparser.add_argument(
             "--roles", type=str, default="", help="comma-separated roles to show (default: all)"
         )
+        add_secret_env_argument(subparser)
 
     def run(self, args: argparse.Namespace) -> int:
         from anylaunch.runner import get_runner
@@ -35,6 +45,12 @@ class CmdStatus(SubCommand):
         try:
             with get_runner() as runner:
                 status = runner.status(app_handle)
+                # messages and stderr tails may quote the app's secret env values
+                redact = (
+                    describe_redactor(runner, app_handle, secret_env_names(args.secret_env))
+                    if status is not None
+                    else None
+                )
         except UnknownAppException as e:
             status, unknown = None, e
         else:
@@ -58,7 +74,7 @@ class CmdStatus(SubCommand):
             data = {"app_handle": app_handle, **status.to_dict()}
             if roles:
                 data["roles"] = [r for r in data["roles"] if r["role"] in roles]
-            print_json(data)
+            print_json(data, redact=redact)
         else:
-            print(format_status(status, app_handle, filter_roles=roles or None))
+            print(format_status(status, app_handle, filter_roles=roles or None, redact=redact))
         return 0

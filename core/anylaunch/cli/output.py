@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from typing import Any, TextIO
 
 __all__ = ["json_line", "print_json", "print_json_line"]
@@ -20,17 +21,26 @@ def _default(value: object) -> object:
     return name if isinstance(name, str) else str(value)
 
 
-def print_json(data: Any, file: TextIO | None = None) -> None:
-    """Prints ``data`` as one indented JSON document (stdout unless ``file``).
+def print_json(
+    data: Any, file: TextIO | None = None, redact: Callable[[str], str] | None = None
+) -> None:
+    """Prints ``data`` as one indented JSON document (stdout unless ``file``); ``redact``
+    (e.g. a :class:`~anylaunch.specs.secrets.Redactor`) masks secrets in the JSON text.
 
     >>> print_json({"app_handle": "local_cwd://s/a", "state": "RUNNING"})
     {
       "app_handle": "local_cwd://s/a",
       "state": "RUNNING"
     }
+    >>> from anylaunch.specs.secrets import Redactor
+    >>> print_json({"msg": "token s3cr3t-1"}, redact=Redactor(["s3cr3t-1"]))
+    {
+      "msg": "token ***"
+    }
     """
     out = file or sys.stdout
-    out.write(json.dumps(data, indent=2, default=_default) + "\n")
+    text = json.dumps(data, indent=2, default=_default)
+    out.write((redact(text) if redact is not None else text) + "\n")
     out.flush()
 
 
