@@ -166,3 +166,33 @@ def test_ctrl_c_of_run_wait_json_still_prints_the_handle_and_last_state(cli: Any
     assert data["state"] == "RUNNING"
     assert f"anylaunch cancel {data['app_handle']}" in stderr
     assert cli("cancel", data["app_handle"]).returncode == 0
+
+
+TWO_ROLES = '''
+from anylaunch.specs import AppDef, Role
+
+
+def two() -> AppDef:
+    """Two roles: a trainer that sleeps and a ps that fails."""
+    return AppDef("two", [
+        Role("trainer", image=".", entrypoint="sh", args=["-c", "sleep 30"], num_replicas=2),
+        Role("ps", image=".", entrypoint="sh", args=["-c", "sleep 1; exit 1"]),
+    ])
+'''
+
+
+def test_every_role_keeps_one_line_until_the_end(cli: Any) -> None:
+    (cli.cwd / "two.py").write_text(TWO_ROLES)
+
+    code, _, received = run_on_a_terminal(cli, "run", "--wait", "two.py:two")
+
+    assert code == 1, received
+    shown = screen(received)
+    end = next(i for i, line in enumerate(shown) if line.endswith("ended FAILED"))
+    live = [line.split() for line in shown[:end] if line.split()[0] in ("trainer", "ps")]
+    assert [words[0] for words in live] == ["trainer", "ps"], shown  # one line each
+    roles = {words[0]: words for words in live}
+    assert roles["ps"][1:8] == ["FAILED", "0/1", "running", "0/1", "finished", "1/1", "failed"]
+    # the failing ps ends the app: its trainers are stopped, none succeeded
+    assert roles["trainer"][4] == "0/2" and roles["trainer"][6] == "2/2", roles
+    assert "\x1b[31m" in received  # failed roles are red
