@@ -1,9 +1,9 @@
 """``anylaunch log``: print (or follow) the logs of an app's replicas.
 
-Each line is prefixed ``role/replica `` so interleaved replicas stay readable, and the app's
-secret env values (names that look secret, or named by ``--secret-env``) are masked; ``--json``
-prints JSON lines ``{"role", "replica", "line"}`` instead (the line without its newline). Every replica is
-read on its own thread (:class:`anylaunch.runner.logs.LogPump`), so tailing many replicas
+Each line is prefixed ``role/replica `` so interleaved replicas stay readable, and the
+app's secret env values (names that look secret, or named by ``--secret-env``) are masked;
+``--json`` prints JSON lines ``{"role", "replica", "line"}`` instead (the line without its
+newline). Every replica is read on its own thread (:class:`anylaunch.runner.logs.LogPump`), so tailing many replicas
 shows lines as they are written.
 """
 

@@ -4,7 +4,8 @@ stdout carries only the app handle (one line), so ``H=$(anylaunch run ...)`` cap
 (with ``--json``: one object ``{"app_handle": ..., "state": ...}``, printed once the app
 ended when waiting); progress, the final status and, with ``--log``, the app's log lines go
 to stderr (as in TorchX). While ``--wait`` waits, one line per role shows its progress,
-redrawn in place on a terminal (see :mod:`anylaunch.cli.live`). ``--dryrun`` prints the app and the native request to stdout and submits nothing.
+redrawn in place on a terminal (see :mod:`anylaunch.cli.live`). ``--dryrun`` prints the app
+and the native request to stdout and submits nothing.
 
 Defaults come from the ``[cli:run]`` section of ``.anylaunchconfig`` (``component``,
 ``scheduler``, ``scheduler_args``, ``workspace``, ``parent_run_id``, ``secret_env``); flags win
