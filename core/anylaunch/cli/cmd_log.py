@@ -3,8 +3,9 @@
 Each line is prefixed ``role/replica `` so interleaved replicas stay readable, and the
 app's secret env values (names that look secret, or named by ``--secret-env``) are masked;
 ``--json`` prints JSON lines ``{"role", "replica", "line"}`` instead (the line without its
-newline). Every replica is read on its own thread (:class:`anylaunch.runner.logs.LogPump`), so tailing many replicas
-shows lines as they are written.
+newline). Every replica is read on its own thread
+(:class:`anylaunch.runner.logs.LogPump`), so tailing many replicas shows lines as they are
+written.
 """
 
 from __future__ import annotations
