@@ -126,7 +126,8 @@ def test_builtins_json(cli: Any) -> None:
 def test_status_and_list_print_aligned_tables(cli: Any) -> None:
     failed = cli(
         "run", "--wait", "--json", "utils.sh", "--num_replicas", "2", "--", "sh", "-c",
-        "exit ${replica_id}",
+        # replica 1 fails once replica 0 surely ended (a failure stops the others)
+        "[ ${replica_id} = 0 ] || { sleep 2; exit 1; }",
     )  # fmt: skip
     assert failed.returncode == 1, failed.stderr
     handle = json.loads(failed.stdout)["app_handle"]
