@@ -89,5 +89,8 @@ def test_samples_run(page: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
             _run_console(text, tmp_path)
             continue
         number += 1
-        code = compile(text, f"{page.relative_to(ROOT)}[python sample {number}]", "exec")
+        where = f"{page.relative_to(ROOT)}[python sample {number}]"
+        # dont_inherit: not this module's `from __future__ import annotations` (a reader's
+        # session has none; Dagster, for one, reads annotations as classes)
+        code = compile(text, where, "exec", dont_inherit=True)
         exec(code, namespace)
