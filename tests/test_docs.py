@@ -50,6 +50,18 @@ def test_docs_build_without_warnings(tmp_path: Path) -> None:
     )
     assert result.returncode == 0, result.stdout + result.stderr
     assert (tmp_path / "html" / "torchx" / "index.html").is_file()
+    # every scheduler has a page whose run options table (generated at build time by
+    # docs/_ext/anylaunch_runopts.py) lists each of its options
+    from anylaunch.schedulers import get_scheduler_factories
+
+    for name, factory in get_scheduler_factories().items():
+        page = tmp_path / "html" / "schedulers" / f"{name}.html"
+        assert page.is_file(), f"scheduler {name} has no page docs/schedulers/{name}.md"
+        html = page.read_text()
+        start = html.find("anylaunch-runopts")
+        table = html[start : html.find("</table>", start)] if start >= 0 else ""
+        missing = [opt for opt, _ in factory("docs").run_opts() if f">{opt}<" not in table]
+        assert not missing, f"{page.name}: run options missing from the table: {missing}"
 
 
 def _samples(page: Path) -> list[tuple[str, str]]:

@@ -42,7 +42,7 @@ class RunoptsDirective(Directive):
             raise self.error(f"unknown scheduler {name!r}; known: {', '.join(sorted(factories))}")
         opts = factories[name]("docs").run_opts()
 
-        table = nodes.table()
+        table = nodes.table(classes=["anylaunch-runopts"])
         group = nodes.tgroup(cols=4)
         table += group
         for width in (22, 12, 12, 54):
