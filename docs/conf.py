@@ -3,6 +3,11 @@
 Built by the test command with warnings as errors (``tests/test_docs.py``).
 """
 
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent / "_ext"))
+
 project = "anylaunch"
 author = "the anylaunch authors"
 copyright = "2026, the anylaunch authors"
@@ -12,6 +17,7 @@ extensions = [
     "sphinx.ext.autodoc",
     "sphinx.ext.napoleon",
     "sphinx.ext.viewcode",
+    "anylaunch_runopts",
 ]
 source_suffix = {".md": "markdown"}
 root_doc = "index"

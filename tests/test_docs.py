@@ -1,8 +1,9 @@
 """The documentation site builds without a warning, and every code sample in it runs.
 
-Python samples (```python fences) run page by page, in order, in one namespace per page, as a
-reader would paste them. Console samples (```console, lines starting with ``$``) run the
-``anylaunch`` command they show in this venv; the test command itself (``bash
+Samples run page by page, in reading order, in one directory per page, as a reader would paste
+them: Python samples (```python fences) in one namespace per page, console samples (```console,
+lines starting with ``$``) as the ``anylaunch`` command they show in this venv, so a Python
+sample can write the component file a later console line runs. The test command itself (``bash
 scripts/test.sh``) is what CI runs, so it is not run again from here.
 """
 
@@ -49,37 +50,59 @@ def test_docs_build_without_warnings(tmp_path: Path) -> None:
     )
     assert result.returncode == 0, result.stdout + result.stderr
     assert (tmp_path / "html" / "torchx" / "index.html").is_file()
+    # every scheduler has a page whose run options table (generated at build time by
+    # docs/_ext/anylaunch_runopts.py) lists each of its options
+    from anylaunch.schedulers import get_scheduler_factories
+
+    for name, factory in get_scheduler_factories().items():
+        page = tmp_path / "html" / "schedulers" / f"{name}.html"
+        assert page.is_file(), f"scheduler {name} has no page docs/schedulers/{name}.md"
+        html = page.read_text()
+        start = html.find("anylaunch-runopts")
+        table = html[start : html.find("</table>", start)] if start >= 0 else ""
+        missing = [opt for opt, _ in factory("docs").run_opts() if f">{opt}<" not in table]
+        assert not missing, f"{page.name}: run options missing from the table: {missing}"
 
 
-@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(DOCS)))
-def test_python_samples_run(page: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    blocks = _blocks(page, "python")
-    if not blocks:
-        return  # a page without Python samples has nothing to run (counted, never skipped)
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("ANYLAUNCH_LOCAL_STATE_DIR", str(tmp_path / "state"))
-    namespace: dict[str, object] = {"__name__": f"docs_{page.stem}"}
-    for number, source in enumerate(blocks, 1):
-        code = compile(source, f"{page.relative_to(ROOT)}[python sample {number}]", "exec")
-        exec(code, namespace)
+def _samples(page: Path) -> list[tuple[str, str]]:
+    """The page's runnable samples in reading order: ("python", code) or ("console", line)."""
+    samples: list[tuple[str, str]] = []
+    for m in FENCE.finditer(page.read_text()):
+        if m.group(1) == "python":
+            samples.append(("python", m.group(2)))
+        elif m.group(1) == "console":
+            samples += [("console", ln) for ln in m.group(2).splitlines() if ln.startswith("$")]
+    return samples
 
 
-CONSOLE_LINES = [
-    pytest.param(page, line, id=f"{page.relative_to(DOCS)}:{line[:60]}")
-    for page in PAGES
-    for block in _blocks(page, "console")
-    for line in block.splitlines()
-    if line.startswith("$")
-]
-
-
-@pytest.mark.parametrize(("page", "line"), CONSOLE_LINES)
-def test_console_samples_run(page: Path, line: str, tmp_path: Path) -> None:
+def _run_console(line: str, cwd: Path) -> None:
     argv = _anylaunch_argv(line)
     if argv is None:
         return  # the test command: CI runs it
-    env = {**os.environ, "ANYLAUNCH_LOCAL_STATE_DIR": str(tmp_path / "state")}
     result = subprocess.run(
-        argv, capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300
+        argv, capture_output=True, text=True, cwd=cwd, env=dict(os.environ), timeout=300
     )
     assert result.returncode == 0, f"{line}\n{result.stdout}\n{result.stderr}"
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(DOCS)))
+def test_samples_run(page: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A page's samples run in reading order in one directory, as a reader would run them: a
+    Python sample may write the file that a later console line runs."""
+    samples = _samples(page)
+    if not samples:
+        return  # a page without samples has nothing to run (counted, never skipped)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("ANYLAUNCH_LOCAL_STATE_DIR", str(tmp_path / "state"))
+    namespace: dict[str, object] = {"__name__": f"docs_{page.stem}"}
+    number = 0
+    for kind, text in samples:
+        if kind == "console":
+            _run_console(text, tmp_path)
+            continue
+        number += 1
+        where = f"{page.relative_to(ROOT)}[python sample {number}]"
+        # dont_inherit: not this module's `from __future__ import annotations` (a reader's
+        # session has none; Dagster, for one, reads annotations as classes)
+        code = compile(text, where, "exec", dont_inherit=True)
+        exec(code, namespace)
