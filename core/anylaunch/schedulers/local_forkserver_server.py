@@ -330,7 +330,9 @@ def main(argv: list[str] | None = None) -> int:
     import gc
     import select  # noqa: F401
 
-    from anylaunch.schedulers import local_supervisor  # noqa: F401
+    from anylaunch.schedulers import local_supervisor
+
+    local_supervisor.warm_up()
 
     try:
         os.chdir(root)

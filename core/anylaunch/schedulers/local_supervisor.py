@@ -63,13 +63,27 @@ _PR_SET_CHILD_SUBREAPER = 36
 _REAP_EVERY_S = 1.0
 
 
+_prctl: Any = None  # libc's prctl, looked up once (the fork-server does it for every app)
+
+
+def warm_up() -> None:
+    """Looks up once what every supervisor needs (libc's ``prctl``): the fork-server calls it
+    before forking, so its supervisors do not each load it again."""
+    global _prctl
+    if _prctl is None:
+        with contextlib.suppress(OSError, AttributeError):
+            _prctl = ctypes.CDLL(None, use_errno=True).prctl
+
+
 def become_subreaper() -> bool:
     """Makes this process the reaper of its orphaned descendants (Linux >= 3.4); False where
     that is not possible (another OS, no libc)."""
+    warm_up()
+    if _prctl is None:
+        return False
     try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        return bool(libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0)
-    except (OSError, AttributeError):
+        return bool(_prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0)
+    except OSError:
         return False
 
 
