@@ -256,7 +256,13 @@ class _Server:
                 os.close(self.gate[1])
             import select
 
+            from anylaunch.schedulers import local_supervisor
+
             born = time.monotonic()
+            # while the launcher is busy (and before the gate): copy now the pages every
+            # supervisor writes to, not when the app starts
+            with contextlib.suppress(Exception):
+                local_supervisor.prepare_spare()
             if gate >= 0:
                 # the gate first: a launcher assigning us meanwhile wakes nobody
                 select.select([gate], [], [], _GATE_MAX_HOLD_S)
