@@ -259,10 +259,12 @@ class _Server:
             from anylaunch.schedulers import local_supervisor
 
             born = time.monotonic()
-            # while the launcher is busy (and before the gate): copy now the pages every
-            # supervisor writes to, not when the app starts
-            with contextlib.suppress(Exception):
-                local_supervisor.prepare_spare()
+            if gate < 0:
+                # a spare waiting for the next lone launch copies now the pages every
+                # supervisor writes to, not when its app starts (during a burst it would
+                # take the CPU from the server and the launcher: it waits at the gate)
+                with contextlib.suppress(Exception):
+                    local_supervisor.prepare_spare()
             if gate >= 0:
                 # the gate first: a launcher assigning us meanwhile wakes nobody
                 select.select([gate], [], [], _GATE_MAX_HOLD_S)
