@@ -214,15 +214,19 @@ class LocalChangeFeed(ManualChangeFeed):
             watched.wd = _add_watch(self._inotify, app_dir, _APP_MASK)
             if watched.wd >= 0:
                 self._by_wd[watched.wd] = app_id
-        else:
-            watched.signature = _signature(app_dir)
+        # an app without a watch (no inotify, or no watches left: ENOSPC) is polled
+        watched.signature = _signature(app_dir)
         self._arm_pidfd(app_id, watched)
         self._kick()
 
     def _arm_pidfd(self, app_id: str, watched: _Watched) -> None:
         """Holds a pidfd of the app's running supervisor, if it has one (Linux >= 5.3)."""
-        if watched.pidfd >= 0 or not hasattr(os, "pidfd_open"):
-            return
+        if (
+            watched.pidfd >= 0
+            or not hasattr(os, "pidfd_open")
+            or len(self._by_pidfd) >= _max_pidfds()
+        ):
+            return  # (past the cap, a dead supervisor is found by the waiters' next poll)
         app_dir = os.path.join(self.root, app_id)
         try:
             state = ls.read_state(app_dir)
@@ -273,12 +277,13 @@ class LocalChangeFeed(ManualChangeFeed):
                     if self._closed or self._pid != os.getpid():
                         return
                     pidfds = list(self._by_pidfd)
+                    polled = inotify < 0 or any(w.wd < 0 for w in self._apps.values())
                 poller = select.poll()
                 for fd in (wake, *pidfds, *([inotify] if inotify >= 0 else [])):
                     poller.register(fd, select.POLLIN)
                 # (inotify: block until an event; the periodic sweep needs a wake-up now
                 # and then)
-                timeout_ms = 60_000 if inotify >= 0 else int(self.poll_interval * 1000)
+                timeout_ms = int(self.poll_interval * 1000) if polled else 60_000
                 ready = {fd for fd, _ in poller.poll(timeout_ms)}
                 if wake in ready:
                     with contextlib.suppress(BlockingIOError):
@@ -288,7 +293,7 @@ class LocalChangeFeed(ManualChangeFeed):
                     self._read_events(inotify)
                 for fd in ready.intersection(pidfds):
                     self._on_supervisor_exit(fd)
-                if inotify < 0:
+                if polled:
                     self._poll_states()
                 if time.monotonic() >= next_sweep:
                     next_sweep = time.monotonic() + FORGET_AFTER_S / 10
@@ -329,9 +334,11 @@ class LocalChangeFeed(ManualChangeFeed):
                 elif (app_id := self._by_wd.get(wd)) is not None:
                     if mask & (_IN_IGNORED | _IN_DELETE_SELF | _IN_MOVE_SELF):
                         changed.add(app_id)
-                        if mask & _IN_IGNORED:
+                        if mask & _IN_IGNORED:  # (its directory went): polled from now
                             self._by_wd.pop(wd, None)
-                            self._apps[app_id].wd = -1
+                            watched = self._apps[app_id]
+                            watched.wd = -1
+                            watched.signature = _signature(os.path.join(self.root, app_id))
                     elif os.fsdecode(name) in _STATE_NAMES:
                         changed.add(app_id)
         if everything:
@@ -356,12 +363,16 @@ class LocalChangeFeed(ManualChangeFeed):
             watched = self._apps.get(app_id)
             if watched is not None:
                 watched.pidfd = -1
+                # another supervisor may run it now (a direct start after a spare gave up)
+                self._arm_pidfd(app_id, watched)
         self.notify(app_id)
 
     def _poll_states(self) -> None:
         changed = []
         with self._lock:
             for app_id, watched in self._apps.items():
+                if watched.wd >= 0:
+                    continue  # inotify tells
                 signature = _signature(os.path.join(self.root, app_id))
                 if signature != watched.signature:
                     watched.signature = signature
@@ -377,6 +388,20 @@ class LocalChangeFeed(ManualChangeFeed):
 
 
 _TERMINAL = frozenset({"SUCCEEDED", "FAILED", "CANCELLED"})
+
+
+def _max_pidfds() -> int:
+    """How many supervisors' pidfds a feed holds at most: a small share of the process's
+    file descriptor limit (a triggerer waiting on thousands of apps must not run out)."""
+    import resource
+
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY:
+        return _PIDFD_CAP
+    return max(0, min(_PIDFD_CAP, soft // 8))
+
+
+_PIDFD_CAP = 512
 
 
 def _signature(app_dir: str) -> tuple[int, int, int] | None:
