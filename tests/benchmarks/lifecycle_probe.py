@@ -22,6 +22,17 @@ TICKER = (
 )
 
 
+SERVER_MODULE = b"anylaunch.schedulers.local_forkserver_server"
+
+
+def _argv(pid: str) -> list[bytes]:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().split(b"\0")
+    except OSError:
+        return []
+
+
 def cpu_seconds(state_root: str) -> float:
     """CPU time of this process, its reaped children, and anylaunch's fork-server of
     ``state_root`` with the supervisors it reaped (TorchX starts the apps itself)."""
@@ -30,20 +41,20 @@ def cpu_seconds(state_root: str) -> float:
         usage = resource.getrusage(who)
         total += usage.ru_utime + usage.ru_stime
     ticks = os.sysconf("SC_CLK_TCK")
+    root = os.fsencode(state_root)
     for entry in os.listdir("/proc") if os.path.isdir("/proc") else []:
         if not entry.isdigit():
             continue
+        argv = _argv(entry)
+        if SERVER_MODULE not in argv or root not in argv:
+            continue
         try:
-            with open(f"/proc/{entry}/cmdline", "rb") as f:
-                argv = f.read().split(b"\0")
-            if b"anylaunch.schedulers.local_forkserver_server" not in argv:
-                continue
-            if os.fsencode(state_root) not in argv:
-                continue
             with open(f"/proc/{entry}/stat", "rb") as f:
                 fields = f.read().rsplit(b")", 1)[1].split()
         except OSError:
             continue
+        if SERVER_MODULE in _argv(fields[1].decode()):
+            continue  # a spare or supervisor it forked: counted in the server once reaped
         total += sum(int(x) for x in fields[11:15]) / ticks  # utime stime cutime cstime
     return total
 
