@@ -482,3 +482,47 @@ def test_the_supervisor_and_server_import_only_what_they_need() -> None:
     }
     heavy = {"typing", "threading", "subprocess", "pathlib", "logging", "dataclasses", "socket"}
     assert heavy & set(out) == set()
+
+
+def test_a_change_of_the_launchers_environment_reaches_the_next_app(
+    sched: LocalScheduler, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # the launcher encodes its environment for a spare once and reuses it while unchanged
+    code = "import os; print(os.environ.get('CHANGING_VALUE'))"
+    role = Role("w", image=str(tmp_path), entrypoint=PY, args=["-c", code])
+    seen = []
+    for value in ("one", "one", "two", None):
+        if value is None:
+            monkeypatch.delenv("CHANGING_VALUE")
+        else:
+            monkeypatch.setenv("CHANGING_VALUE", value)
+        app_id = sched.submit(AppDef("env", roles=[role]), CFG)
+        assert wait_done(sched, app_id) == AppState.SUCCEEDED
+        seen += list(sched.log_iter(app_id, "w"))
+    assert seen == ["one\n", "one\n", "two\n", "None\n"]
+    assert servers_of(sched.state_root()), "the apps came from the fork-server"
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="prctl and /proc are Linux")
+def test_a_prepared_spare_leaks_nothing_and_is_a_subreaper() -> None:
+    # what a spare runs before its app is assigned, in a process of its own
+    code = (
+        "import ctypes, os\n"
+        "from anylaunch.schedulers import local_supervisor\n"
+        "before = sorted(os.listdir('/proc/self/fd'))\n"
+        "local_supervisor.prepare_spare()\n"
+        "after = sorted(os.listdir('/proc/self/fd'))\n"
+        "flag = ctypes.c_int(0)\n"
+        "ctypes.CDLL(None).prctl(37, ctypes.byref(flag), 0, 0, 0)  # PR_GET_CHILD_SUBREAPER\n"
+        "print(before == after, flag.value)\n"
+    )
+    package_root = Path(ls.__file__).resolve().parents[2]
+    out = subprocess.run(
+        [PY, "-S", "-E", "-c", code],
+        cwd=package_root,
+        capture_output=True,
+        text=True,
+        timeout=DEADLINE_S,
+        check=True,
+    )
+    assert out.stdout.split() == ["True", "1"]

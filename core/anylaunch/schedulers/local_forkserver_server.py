@@ -256,7 +256,15 @@ class _Server:
                 os.close(self.gate[1])
             import select
 
+            from anylaunch.schedulers import local_supervisor
+
             born = time.monotonic()
+            if gate < 0:
+                # a spare waiting for the next lone launch copies now the pages every
+                # supervisor writes to, not when its app starts (during a burst it would
+                # take the CPU from the server and the launcher: it waits at the gate)
+                with contextlib.suppress(Exception):
+                    local_supervisor.prepare_spare()
             if gate >= 0:
                 # the gate first: a launcher assigning us meanwhile wakes nobody
                 select.select([gate], [], [], _GATE_MAX_HOLD_S)
@@ -330,7 +338,9 @@ def main(argv: list[str] | None = None) -> int:
     import gc
     import select  # noqa: F401
 
-    from anylaunch.schedulers import local_supervisor  # noqa: F401
+    from anylaunch.schedulers import local_supervisor
+
+    local_supervisor.warm_up()
 
     try:
         os.chdir(root)

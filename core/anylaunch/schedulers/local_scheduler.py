@@ -37,6 +37,7 @@ from anylaunch.schedulers.api import (
     LogQuery,
     Scheduler,
 )
+from anylaunch.schedulers.changes import ChangeFeed
 from anylaunch.schedulers.file_tail import ChangeWaiter, follow, iter_lines
 from anylaunch.schedulers.local_request import (
     _SUPERVISOR_MODULE,
@@ -195,6 +196,23 @@ class LocalScheduler(Scheduler[Mapping[str, CfgVal]]):
     def state_root(self) -> Path:
         """The directory holding one sub-directory per app."""
         return ls.state_root(self._state_dir)
+
+    def change_feed(self) -> ChangeFeed:
+        """The process-wide feed of this state root's app changes: inotify on the apps'
+        state files where Linux offers it, else a cheap stat poll of them
+        (:mod:`~anylaunch.schedulers.local_changes`).
+
+        >>> import tempfile
+        >>> with tempfile.TemporaryDirectory() as root:
+        ...     scheduler = LocalScheduler("demo", state_dir=root)
+        ...     same = scheduler.change_feed() is LocalScheduler("x", state_dir=root).change_feed()
+        ...     scheduler.change_feed().close()
+        >>> same
+        True
+        """
+        from anylaunch.schedulers.local_changes import feed_for
+
+        return feed_for(self.state_root())
 
     def _app_dir(self, app_id: str) -> Path | None:
         if not ls.is_valid_app_id(app_id):
