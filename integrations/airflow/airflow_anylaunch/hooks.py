@@ -18,9 +18,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from airflow.sdk import BaseHook
-
 from airflow_anylaunch._common import DEFAULT_CONN_ID
+from airflow_anylaunch._compat import BaseHook
 
 if TYPE_CHECKING:
     from anylaunch.runner import Runner
@@ -150,7 +149,7 @@ class AnylaunchHook(BaseHook):
         if conn_id is None:
             self._settings = AnylaunchSettings()
             return self._settings
-        from airflow.sdk.exceptions import AirflowNotFoundException
+        from airflow_anylaunch._compat import AirflowNotFoundException
 
         try:
             conn = self.get_connection(conn_id)

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from airflow.sdk import BaseOperatorLink
-
 from airflow_anylaunch._common import XCOM_UI_URL
+from airflow_anylaunch._compat import BaseOperatorLink
 
 if TYPE_CHECKING:
     from airflow.sdk import BaseOperator
@@ -28,7 +27,7 @@ class AnylaunchAppLink(BaseOperatorLink):
     def get_link(self, operator: BaseOperator, *, ti_key: TaskInstanceKey) -> str:
         if getattr(operator, "ui_url_pushed", True) is False:
             return ""  # never scheduled (e.g. bad input): no XCom to read, no error to log
-        from airflow.sdk.execution_time.xcom import XCom
+        from airflow_anylaunch._compat import XCom  # Airflow 2: the metadata DB's
 
         url = XCom.get_value(ti_key=ti_key, key=XCOM_UI_URL)
         return str(url) if url else ""
