@@ -6,6 +6,7 @@ first, then Airflow 2's modules (``airflow.models``, ``airflow.sensors``, ``airf
 ``airflow.exceptions``, ``airflow.configuration``). Names are resolved on first use, so
 importing the operator imports only ``BaseOperator`` and ``conf``.
 
+>>> from airflow_anylaunch._compat import AIRFLOW_VERSION, AirflowFailException, BaseOperator
 >>> AIRFLOW_VERSION >= (2, 10)
 True
 >>> BaseOperator.__name__, AirflowFailException.__name__
@@ -28,6 +29,7 @@ if TYPE_CHECKING:  # mypy checks against the newest Airflow (the task SDK)
         BaseSensorOperator,
         PokeReturnValue,
         ResumableJobMixin,
+        XComArg,
         conf,
     )
     from airflow.sdk.bases.xcom import BaseXCom
@@ -57,6 +59,7 @@ __all__ = [
     "ResumableJobMixin",
     "TaskDeferralTimeout",
     "XCom",
+    "XComArg",
     "amask_secret",
     "conf",
     "is_deferral_timeout",
@@ -93,6 +96,7 @@ _WHERE: dict[str, tuple[str, ...]] = {
     # the XCom a link reads (its ``get_value(ti_key=, key=)``), and the cursor's store
     "XCom": ("airflow.sdk.execution_time.xcom", "airflow.models.xcom"),
     "BaseXCom": ("airflow.sdk.bases.xcom", "airflow.models.xcom"),
+    "XComArg": ("airflow.sdk", "airflow.models.xcom_arg"),
     "AirflowException": _EXC,
     "AirflowFailException": _EXC,
     "AirflowNotFoundException": _EXC,

@@ -27,8 +27,12 @@ _EXCEPTIONS: tuple[tuple[str, Kind], ...] = (
 
 def published_handles(dag_id: str) -> set[str]:
     """The app handles the DAG's tasks pushed to XCom (read while the DAG runs, too)."""
-    from airflow.models.xcom import XComModel
     from airflow.utils.session import create_session
+
+    try:
+        from airflow.models.xcom import XComModel
+    except ImportError:  # Airflow 2: one XCom class, rows and API
+        from airflow.models.xcom import XCom as XComModel  # type: ignore[no-redef,unused-ignore]
     from sqlalchemy import select
 
     with create_session() as session:

@@ -124,12 +124,10 @@ def test_jinja_inside_the_appdef_is_rendered(
 
 
 def test_dry_run_renders_templates_for_a_sample_logical_date(
-    capsys: pytest.CaptureFixture[str],
+    capsys: pytest.CaptureFixture[str], afc: Any
 ) -> None:
     import sys
     from datetime import datetime
-
-    from airflow.sdk import DAG
 
     from airflow_anylaunch.exceptions import AnylaunchInputError
     from airflow_anylaunch.operators import AnylaunchOperator
@@ -139,7 +137,7 @@ def test_dry_run_renders_templates_for_a_sample_logical_date(
         import operator_dags
     finally:
         sys.path.pop(0)
-    with DAG("dry_dag", schedule=None, params={"word": "hi"}):
+    with afc.DAG("dry_dag", schedule=None, params={"word": "hi"}):
         op = AnylaunchOperator(
             task_id="app",
             app=operator_dags.templated_app(),
@@ -286,6 +284,7 @@ def test_one_record_per_line_and_no_secret_in_log_or_xcom(
     capfd: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
     mode: str,
+    afc: Any,
 ) -> None:
     conn, token = "conn-string-5e1d0a", "tok-93c2aa7f"
     monkeypatch.setenv("AL_TEST_CONN", conn)  # declared secret (secret_env_names)
@@ -309,9 +308,7 @@ def test_one_record_per_line_and_no_secret_in_log_or_xcom(
     xcoms = json.dumps(airflow.xcoms(dagrun, "chatty"), default=str)
     assert app.app_handle in xcoms and conn not in xcoms and token not in xcoms
     # Airflow's own masker was told the values too: its logs of anything else mask them
-    from airflow.sdk.log import redact
-
-    assert redact(f"x {conn} {token} y") == "x *** *** y"
+    assert afc.redact(f"x {conn} {token} y") == "x *** *** y"
 
 
 @pytest.mark.parametrize("mode", ["sync", "deferred"])

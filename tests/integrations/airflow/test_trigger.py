@@ -44,11 +44,10 @@ def first_event(trigger: Any, timeout: float = 60) -> Dict[str, Any]:
     return asyncio.run(main()).payload
 
 
-def test_serialize_round_trip_keeps_only_json_friendly_kwargs(state_dir: Any) -> None:
+def test_serialize_round_trip_keeps_only_json_friendly_kwargs(state_dir: Any, afc: Any) -> None:
     import json
 
-    from airflow.sdk._shared.module_loading import import_string
-    from airflow.sdk.serde import deserialize, serialize
+    serialize, deserialize, import_string = afc.serde()
 
     from airflow_anylaunch.triggers import AnylaunchAppTrigger
 
@@ -124,13 +123,14 @@ sys.exit(5)
 
 
 def test_the_event_and_the_log_never_hold_a_secret(
-    state_dir: Any, caplog: pytest.LogCaptureFixture, capfd: pytest.CaptureFixture[str]
+    state_dir: Any,
+    caplog: pytest.LogCaptureFixture,
+    capfd: pytest.CaptureFixture[str],
+    afc: Any,
 ) -> None:
     """The trigger reads the values from the app's own description (its kwargs, stored in the
     metadata DB, hold only the declared names); the event is stored in the DB too."""
     import json
-
-    from airflow.sdk.log import redact
 
     from airflow_anylaunch.triggers import AnylaunchAppTrigger
 
@@ -151,7 +151,7 @@ def test_the_event_and_the_log_never_hold_a_secret(
     assert "job/0 token=*** dsn=***" in logged
     assert token not in logged and dsn not in logged
     # Airflow's own masker was told the values too
-    assert redact(f"{token} {dsn}") == "*** ***"
+    assert afc.redact(f"{token} {dsn}") == "*** ***"
 
 
 def test_run_deadline_cancels_the_app(state_dir: Any, waiter: Callable[..., Any]) -> None:
@@ -267,12 +267,11 @@ def test_cancel_on_kill_false_leaves_the_app_running(
         runner.cancel(handle)
 
 
-def test_a_trigger_serialized_by_the_previous_version_resumes(state_dir: Any) -> None:
+def test_a_trigger_serialized_by_the_previous_version_resumes(state_dir: Any, afc: Any) -> None:
     """Kwargs exactly as the previous version stored them (before run_timeout,
     max_poll_errors and secret_env_names), through Airflow's own serde and classpath import:
     an already-deferred task keeps resuming after the upgrade, from its log cursor."""
-    from airflow.sdk._shared.module_loading import import_string
-    from airflow.sdk.serde import deserialize, serialize
+    serialize, deserialize, import_string = afc.serde()
 
     handle = launch(
         "print('shown before the upgrade', flush=True); print('still here', flush=True)"

@@ -4,7 +4,10 @@ import sys
 from datetime import datetime, timedelta
 from typing import Any
 
-from airflow.sdk import DAG
+try:
+    from airflow.sdk import DAG
+except ImportError:  # Airflow 2
+    from airflow import DAG  # type: ignore[attr-defined,no-redef,unused-ignore]
 
 import anylaunch.specs as specs
 from airflow_anylaunch.operators import AnylaunchOperator
