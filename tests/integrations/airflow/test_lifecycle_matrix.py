@@ -39,7 +39,15 @@ def published_handles(dag_id: str) -> set[str]:
         rows = session.scalars(
             select(XComModel).where(XComModel.dag_id == dag_id, XComModel.key == XCOM_APP_HANDLE)
         ).all()
-        return {str(XComModel.deserialize_value(row)) for row in rows}
+        return {str(_value(XComModel, row)) for row in rows}
+
+
+def _value(model: Any, row: Any) -> Any:
+    from airflow_anylaunch._compat import AIRFLOW_V_3_0_PLUS
+
+    if AIRFLOW_V_3_0_PLUS or isinstance(row.value, (bytes, bytearray)):
+        return model.deserialize_value(row)
+    return row.value  # Airflow 2's JSON column holds the value itself
 
 
 def outcome(state: str, log: str) -> Outcome:

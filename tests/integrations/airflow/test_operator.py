@@ -296,7 +296,11 @@ def test_one_record_per_line_and_no_secret_in_log_or_xcom(
     assert app.state.name == "FAILED"
     # exactly one task-log record per app line, in order
     # the log records (the failure's "last log lines" quote the tail again, unprefixed)
-    records = [line for line in out.splitlines() if "[info" in line and "worker/0 line " in line]
+    records = [  # Airflow 3's records say "[info", Airflow 2's " INFO - "
+        line
+        for line in out.splitlines()
+        if ("[info" in line or " INFO - " in line) and "worker/0 line " in line
+    ]
     numbers = [re.search(r"worker/0 line (\d+)\b", r) for r in records]
     assert [m.group(1) if m else r for m, r in zip(numbers, records, strict=True)] == [
         str(i) for i in range(50)
