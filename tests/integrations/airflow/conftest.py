@@ -204,17 +204,21 @@ class AirflowHelper:
         import logging
         import sys
 
-        # dag.test() adds a stdout handler to the task logger once per process, bound to the
-        # sys.stdout of that moment (an earlier test's capture): start afresh
+        # dag.test() adds a stdout handler to the task logger unless it has one: give it one
+        # bound to this test's stdout (not an earlier test's capture), naming the logger as
+        # Airflow 3's records do; the trigger runs inline with its records on the root logger
+        # (WARNING after the DB migration): show them there too, as Airflow 3 does
         task_log = logging.getLogger("airflow.task")
+        trigger_log = logging.getLogger("airflow_anylaunch.triggers")
         for handler in list(task_log.handlers):
             if type(handler) is logging.StreamHandler:
                 task_log.removeHandler(handler)
-        # the trigger runs inline with its records on the root logger (WARNING after the
-        # DB migration): show them where Airflow 3's dag.test() does, with the task's
-        trigger_log = logging.getLogger("airflow_anylaunch.triggers")
         handler = logging.StreamHandler(sys.stdout)
-        handler.setFormatter(logging.Formatter("[%(asctime)s] %(levelname)s - %(message)s"))
+        handler.setLevel(logging.INFO)
+        handler.setFormatter(
+            logging.Formatter("[%(asctime)s] {%(name)s} %(levelname)s - %(message)s")
+        )
+        task_log.addHandler(handler)
         trigger_log.addHandler(handler)
         trigger_log.setLevel(logging.INFO)
         try:
@@ -227,6 +231,7 @@ class AirflowHelper:
             runs = DagRun.find(dag_id=dag.dag_id)
             return max(runs, key=lambda run: run.id)
         finally:
+            task_log.removeHandler(handler)
             trigger_log.removeHandler(handler)
 
     def tis(self, dagrun: Any) -> dict[str, Any]:

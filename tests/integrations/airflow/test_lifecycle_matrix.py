@@ -52,7 +52,10 @@ def _value(model: Any, row: Any) -> Any:
 
 def outcome(state: str, log: str) -> Outcome:
     """The task's outcome: its state, the exception in its log, and its warning records."""
-    warnings = [line for line in log.splitlines() if "[warning" in line.lower()]
+    # Airflow 3's records say "[warning", Airflow 2's " WARNING - "
+    warnings = [
+        line for line in log.splitlines() if "[warning" in line.lower() or " WARNING - " in line
+    ]
     if state == "success":
         return Outcome("success", "", warnings)
     assert state == "failed", f"task state {state}:\n{log[-3000:]}"
