@@ -180,7 +180,7 @@ class AirflowHelper:
         except ImportError:  # Airflow < 3.3
             from airflow.models.dagbag import DagBag  # type: ignore[no-redef,unused-ignore]
 
-        bag = DagBag(dag_folder=path, include_examples=False)
+        bag = DagBag(dag_folder=path)
         assert not bag.import_errors, bag.import_errors
         assert dag_id in bag.dags, f"no DAG {dag_id!r} in {path}: {sorted(bag.dags)}"
         return bag.dags[dag_id]

@@ -133,3 +133,15 @@ with DAG("al_retry_after_cancel_in_flight", schedule=None, start_date=START, cat
         retries=1,
         retry_delay=NO_DELAY,
     )
+
+# durable=False: a retry never looks for the app of the earlier try (it launches a second one)
+with DAG("al_retry_not_durable", schedule=None, start_date=START, catchup=False):
+    CrashOnFirstTry(
+        task_id="job",
+        app=app("slow-ok", SLOW_OK),
+        scheduler="local_cwd",
+        poll_interval=0.5,
+        durable=False,
+        retries=1,
+        retry_delay=NO_DELAY,
+    )
