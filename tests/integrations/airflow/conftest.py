@@ -47,6 +47,10 @@ os.environ["AIRFLOW__DAG_PROCESSOR__DAG_BUNDLE_CONFIG_LIST"] = json.dumps(
     ]
 )
 
+# Airflow 3.0's dag.test() prints a failed task's traceback through rich, wrapped at the
+# terminal width: keep each line whole so the tests can read the exception's text
+os.environ.setdefault("COLUMNS", "1000")
+
 # the DAG files are loaded by the tests (and by Airflow's bundle parser), not collected
 collect_ignore = ["dags"]
 
