@@ -197,14 +197,15 @@ class AirflowHelper:
 
     def run(self, dag: Any, **kwargs: Any) -> Any:
         """Runs ``dag.test()`` and returns the DagRun (a failed task does not raise)."""
-        if airflow_version() >= (3, 0):
+        if airflow_version() >= (3, 3):
             return dag.test(**kwargs)
-        return self._run_airflow2(dag, **kwargs)
+        return self._run_before_3_3(dag, **kwargs)
 
-    def _run_airflow2(self, dag: Any, **kwargs: Any) -> Any:
-        """``dag.test()`` on Airflow 2, made to behave as on Airflow 3 for these tests: the
-        task log and the inline trigger's log on stdout, and a task killed or timed out
-        (Airflow 2 re-raises those out of ``dag.test()``) ends the run instead of the test."""
+    def _run_before_3_3(self, dag: Any, **kwargs: Any) -> Any:
+        """``dag.test()`` on Airflow < 3.3, made to behave as on 3.3 for these tests: each task
+        log record once on stdout (3.0 also copies it to the root logger), with the inline
+        trigger's, and a task killed or timed out (Airflow 2 re-raises those out of
+        ``dag.test()``) ends the run instead of the test."""
         import logging
         import sys
 
@@ -225,6 +226,8 @@ class AirflowHelper:
         task_log.addHandler(handler)
         trigger_log.addHandler(handler)
         trigger_log.setLevel(logging.INFO)
+        propagate = task_log.propagate, trigger_log.propagate
+        task_log.propagate = trigger_log.propagate = False
         try:
             return dag.test(**kwargs)
         except BaseException as e:
@@ -235,6 +238,7 @@ class AirflowHelper:
             runs = DagRun.find(dag_id=dag.dag_id)
             return max(runs, key=lambda run: run.id)
         finally:
+            task_log.propagate, trigger_log.propagate = propagate
             task_log.removeHandler(handler)
             trigger_log.removeHandler(handler)
 

@@ -189,7 +189,9 @@ def run_in_triggerer(
     stops it with ``stop(runner, task)``; returns the events and how the task ended."""
     from airflow.jobs.triggerer_job_runner import TriggerRunner
 
-    if getattr(trigger, "task_instance", None) is None:  # Airflow 2's runner reads its timeout
+    from airflow_anylaunch._compat import AIRFLOW_V_3_0_PLUS
+
+    if not AIRFLOW_V_3_0_PLUS and trigger.task_instance is None:  # Airflow 2 reads its timeout
         trigger.task_instance = SimpleNamespace(trigger_timeout=None)
 
     async def main() -> Tuple[List[Any], BaseException]:
