@@ -196,11 +196,11 @@ class AnylaunchHook(BaseHook):
         def get_connection_form_widgets(cls) -> dict[str, Any]:
             """The connection form's fields (Airflow < 3.3; empty without the Flask UI)."""
             try:
-                from flask_appbuilder.fieldwidgets import (  # type: ignore[import-not-found,unused-ignore]
+                from flask_appbuilder.fieldwidgets import (  # type: ignore[import-not-found,import-untyped,unused-ignore]
                     BS3TextFieldWidget,
                 )
-                from flask_babel import lazy_gettext  # type: ignore[import-not-found,unused-ignore]
-                from wtforms import StringField  # type: ignore[import-not-found,unused-ignore]
+                from flask_babel import lazy_gettext  # type: ignore[import-not-found,import-untyped,unused-ignore]
+                from wtforms import StringField  # type: ignore[import-not-found,import-untyped,unused-ignore]
             except ImportError:
                 return {}
             from airflow_anylaunch.provider import CONN_FIELDS

@@ -12,6 +12,7 @@ the apps it launched.
 from __future__ import annotations
 
 import atexit
+import importlib.metadata
 import json
 import os
 import shutil
@@ -49,7 +50,8 @@ os.environ["AIRFLOW__DAG_PROCESSOR__DAG_BUNDLE_CONFIG_LIST"] = json.dumps(
 
 # Airflow 3.0's dag.test() prints a failed task's traceback through rich, wrapped at the
 # terminal width: keep each line whole so the tests can read the exception's text
-os.environ.setdefault("COLUMNS", "1000")
+if importlib.metadata.version("apache-airflow").startswith("3.0."):
+    os.environ.setdefault("COLUMNS", "1000")
 
 # the DAG files are loaded by the tests (and by Airflow's bundle parser), not collected
 collect_ignore = ["dags"]
