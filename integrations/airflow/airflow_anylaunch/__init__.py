@@ -1,4 +1,4 @@
-"""anylaunch for Airflow 3: launch, watch, stream logs from and cancel anylaunch apps.
+"""anylaunch for Airflow (2.10+ and 3.x): launch, watch, stream logs from and cancel anylaunch apps.
 
 Modules (import what you use; this package imports nothing):
 

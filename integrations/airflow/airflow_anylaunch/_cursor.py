@@ -44,7 +44,7 @@ class LogCursor:
         if self._where is None:
             return {}
         try:
-            from airflow.sdk.bases.xcom import BaseXCom
+            from airflow_anylaunch._compat import BaseXCom
 
             value = BaseXCom.get_one(key=XCOM_LOG_CURSOR, **self._where)
         except Exception as e:  # a cursor is an optimisation: never fail the watch over it
@@ -64,7 +64,7 @@ class LogCursor:
         if self._where is None or current == self._saved:
             return
         try:
-            from airflow.sdk.bases.xcom import BaseXCom
+            from airflow_anylaunch._compat import BaseXCom
 
             BaseXCom.set(
                 XCOM_LOG_CURSOR,

@@ -15,7 +15,7 @@ __all__ = ["as_list", "check_operator_args"]
 
 
 def _is_xcom_arg(value: object) -> bool:
-    from airflow.sdk import XComArg
+    from airflow_anylaunch._compat import XComArg
 
     return isinstance(value, XComArg)
 

@@ -67,8 +67,14 @@ def sample_context(task: Any, logical_date: datetime.datetime) -> dict[str, Any]
     """The template context of a manual run of ``task`` at ``logical_date``, for a dry run:
     dates, ids, params and macros, but no task instance and no API server (so ``var``,
     ``conn`` and ``ti`` are missing, and a template using them fails naming them)."""
-    from airflow.sdk.execution_time.context import MacrosAccessor
+    try:
+        from airflow.sdk.execution_time.context import MacrosAccessor
 
+        macros: Any = MacrosAccessor()
+    except ImportError:  # Airflow 2: the context's ``macros`` is the module itself
+        import airflow.macros
+
+        macros = airflow.macros
     if logical_date.tzinfo is None:
         logical_date = logical_date.replace(tzinfo=datetime.timezone.utc)
     ds = logical_date.strftime("%Y-%m-%d")
@@ -88,6 +94,6 @@ def sample_context(task: Any, logical_date: datetime.datetime) -> dict[str, Any]
         "ts_nodash": logical_date.strftime("%Y%m%dT%H%M%S"),
         "ts_nodash_with_tz": ts.replace("-", "").replace(":", ""),
         "task_instance_key_str": f"{dag_id}__{task.task_id}__{ds.replace('-', '')}",
-        "macros": MacrosAccessor(),
+        "macros": macros,
         "params": {key: task.params[key] for key in task.params},
     }

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from airflow.sdk.exceptions import AirflowException, AirflowFailException
+from airflow_anylaunch._compat import AirflowException, AirflowFailException
 
 __all__ = [
     "AnylaunchAppError",

@@ -18,9 +18,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from airflow.sdk import BaseHook
-
 from airflow_anylaunch._common import DEFAULT_CONN_ID
+from airflow_anylaunch._compat import AIRFLOW_V_3_3_PLUS, BaseHook
 
 if TYPE_CHECKING:
     from anylaunch.runner import Runner
@@ -150,7 +149,7 @@ class AnylaunchHook(BaseHook):
         if conn_id is None:
             self._settings = AnylaunchSettings()
             return self._settings
-        from airflow.sdk.exceptions import AirflowNotFoundException
+        from airflow_anylaunch._compat import AirflowNotFoundException
 
         try:
             conn = self.get_connection(conn_id)
@@ -190,6 +189,30 @@ class AnylaunchHook(BaseHook):
         except Exception as e:
             return False, str(e)
         return True, f"scheduler {settings.scheduler} accepts the cfg"
+
+    if not AIRFLOW_V_3_3_PLUS:  # 3.3 builds the form from the provider's ``conn-fields``
+
+        @classmethod
+        def get_connection_form_widgets(cls) -> dict[str, Any]:
+            """The connection form's fields (Airflow < 3.3; empty without the Flask UI)."""
+            try:
+                from flask_appbuilder.fieldwidgets import (  # type: ignore[import-not-found,import-untyped,unused-ignore]
+                    BS3TextFieldWidget,
+                )
+                from flask_babel import lazy_gettext  # type: ignore[import-not-found,import-untyped,unused-ignore]
+                from wtforms import StringField  # type: ignore[import-not-found,import-untyped,unused-ignore]
+            except ImportError:
+                return {}
+            from airflow_anylaunch.provider import CONN_FIELDS
+
+            return {
+                name: StringField(
+                    lazy_gettext(spec["label"]),
+                    widget=BS3TextFieldWidget(),
+                    description=spec["description"],
+                )
+                for name, spec in CONN_FIELDS.items()
+            }
 
     @classmethod
     def get_ui_field_behaviour(cls) -> dict[str, Any]:

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from airflow.sdk import BaseOperatorLink
-
 from airflow_anylaunch._common import XCOM_UI_URL
+from airflow_anylaunch._compat import BaseOperatorLink
 
 if TYPE_CHECKING:
     from airflow.sdk import BaseOperator
@@ -26,9 +25,12 @@ class AnylaunchAppLink(BaseOperatorLink):
     name = "anylaunch app"
 
     def get_link(self, operator: BaseOperator, *, ti_key: TaskInstanceKey) -> str:
-        if getattr(operator, "ui_url_pushed", True) is False:
+        from airflow_anylaunch._compat import AIRFLOW_V_3_0_PLUS, XCom
+
+        # Airflow 3 asks the operator that ran; Airflow 2's webserver one that never ran
+        # (and its XCom read of the metadata DB finds nothing quietly)
+        if AIRFLOW_V_3_0_PLUS and getattr(operator, "ui_url_pushed", True) is False:
             return ""  # never scheduled (e.g. bad input): no XCom to read, no error to log
-        from airflow.sdk.execution_time.xcom import XCom
 
         url = XCom.get_value(ti_key=ti_key, key=XCOM_UI_URL)
         return str(url) if url else ""

@@ -8,7 +8,8 @@ last log lines.
 
 Retries reattach: the handle is kept in ``task_state_store`` (Airflow >= 3.3), so a retry after
 a worker crash waits for the app still running instead of launching a duplicate; it launches
-a new app only if the previous one failed.
+a new app only if the previous one failed. Before 3.3 the app carries the task instance's
+identity in its env instead, and a retry finds it by that label (see ``_reattach``).
 
 Importing this module is cheap: anylaunch's runner and the trigger are imported when a task
 runs.
@@ -20,8 +21,6 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, ClassVar, NoReturn
 
-from airflow.sdk import BaseOperator, conf
-
 from airflow_anylaunch._common import (
     DEFAULT_CONN_ID,
     XCOM_APP_HANDLE,
@@ -31,6 +30,7 @@ from airflow_anylaunch._common import (
     seconds,
     status_dict,
 )
+from airflow_anylaunch._compat import BaseOperator, ResumableJobMixin, conf  # Airflow 3.3's or ours
 from airflow_anylaunch._operator_args import as_list, check_operator_args
 from airflow_anylaunch._templating import render_appdef
 from airflow_anylaunch.exceptions import (
@@ -44,7 +44,7 @@ from airflow_anylaunch.links import AnylaunchAppLink
 
 if TYPE_CHECKING:
     import jinja2
-    from airflow.sdk import ResumableJobMixin, XComArg
+    from airflow.sdk import XComArg
     from airflow.sdk.definitions.context import Context
 
     from airflow_anylaunch._watch import SyncWatch
@@ -53,11 +53,6 @@ if TYPE_CHECKING:
     from anylaunch.runner.watch import Decision, PollError, WatchPolicy
     from anylaunch.specs.api import AppDef, AppDryRunInfo, AppStatus
     from anylaunch.specs.secrets import Redactor
-else:
-    try:
-        from airflow.sdk import ResumableJobMixin
-    except ImportError:  # Airflow < 3.3: no durable reattach
-        from airflow_anylaunch._compat import ResumableJobMixin
 
 __all__ = ["AnylaunchOperator"]
 
@@ -107,7 +102,9 @@ class AnylaunchOperator(ResumableJobMixin, BaseOperator):
         stream_logs: copy the app's log lines into the task log while waiting
         log_roles: only these roles' lines (default: all)
         log_replicas: only these replica ids' lines (default: all), e.g. ``[0]``
-        durable: keep the handle in ``task_state_store`` so retries reattach (Airflow >= 3.3)
+        durable: let a retry reattach to the app of an earlier try that still runs (the
+            handle is kept in ``task_state_store`` on Airflow >= 3.3; before, the app is
+            labelled with the task instance and found again by that label)
         retry_only_infrastructure_failures: use the task's retries only for failures retrying
             can fix (a lost replica, a node lost or preempted, an image pull or scheduling
             failure, a startup timeout); an app's own failure (non-zero exit, out of memory, a
@@ -380,15 +377,21 @@ class AnylaunchOperator(ResumableJobMixin, BaseOperator):
         return op
 
     def _dryrun(
-        self, scheduler: str, cfg: dict[str, Any], parent: str | None
+        self,
+        scheduler: str,
+        cfg: dict[str, Any],
+        parent: str | None,
+        label: Mapping[str, str] | None = None,
     ) -> tuple[AppDryRunInfo[Any], AppDef]:
-        """The request and the app it was built from."""
+        """The request and the app it was built from (``label``: env added to every role)."""
         from anylaunch.components import ComponentNotFoundException
         from anylaunch.specs.errors import InvalidSpecError, UnknownSchedulerException
 
         assert self._runner is not None
         try:
             app = self._appdef()
+            for role in app.roles:
+                role.env.update(label or {})
             return self._runner.dryrun(app, scheduler, cfg, self.workspace, parent), app
         except (InvalidSpecError, UnknownSchedulerException, ComponentNotFoundException) as e:
             raise _input_error(e) from e
@@ -457,12 +460,42 @@ class AnylaunchOperator(ResumableJobMixin, BaseOperator):
         scheduler, cfg = self._scheduler_cfg
         ti = context["ti"]
         parent = owner_id("airflow", f"{ti.dag_id}/{ti.run_id}/{ti.task_id}")
-        info, app = self._dryrun(scheduler, cfg, parent)
+        label = None
+        if getattr(self, "reattach_by_label", False) and self.durable:
+            from airflow_anylaunch._reattach import ENV_TASK_INSTANCE, task_instance_label
+
+            label = {ENV_TASK_INSTANCE: task_instance_label(ti)}
+        info, app = self._dryrun(scheduler, cfg, parent, label)
         self._redact = self._redactor_for(app)
         self.log.info("anylaunch request for scheduler %s:\n%s", scheduler, self._mask(str(info)))
         handle = self._runner.schedule(info)
         self.log.info("launched anylaunch app %s", handle)
         return handle
+
+    def find_labelled_job(self, context: Context) -> str | None:
+        """The newest live app of this task instance launched by an earlier try (found by
+        its label; Airflow < 3.3), or None. A failing search is logged: the task then
+        launches afresh."""
+        from airflow_anylaunch._reattach import ENV_TASK_INSTANCE, task_instance_label
+        from anylaunch.runner.rediscover import find_live_apps
+
+        assert self._runner is not None
+        scheduler, cfg = self._scheduler_cfg
+        label = task_instance_label(context["ti"])
+        try:
+            found = find_live_apps(self._runner, scheduler, ENV_TASK_INSTANCE, label, cfg)
+        except Exception as e:
+            self.log.warning(
+                "cannot look for the app of an earlier try on %s: %s",
+                scheduler,
+                self._mask(f"{type(e).__name__}: {e}"),
+            )
+            return None
+        if len(found) > 1:
+            self.log.warning(
+                "%d live apps of %s: reattaching to the newest, %s", len(found), label, found[-1]
+            )
+        return found[-1] if found else None
 
     def get_job_status(self, external_id: Any, context: Context) -> str:
         """The state a retry decides on (the core reattach rule: an app being cancelled is
@@ -566,8 +599,7 @@ class AnylaunchOperator(ResumableJobMixin, BaseOperator):
     def _wait(self, watch: SyncWatch, decision: Decision) -> dict[str, Any]:
         """Acts on the policy's decisions (sync mode) until a final one: returns the status
         dict of an app that succeeded, raises for anything else."""
-        from airflow.sdk.exceptions import AirflowTaskTimeout
-
+        from airflow_anylaunch._compat import AirflowTaskTimeout
         from anylaunch.runner.failures import decision_category
         from anylaunch.runner.outcome import failure_summary
         from anylaunch.runner.watch import Done, Poll, RunTimedOut, StartupTimedOut
@@ -687,11 +719,13 @@ class AnylaunchOperator(ResumableJobMixin, BaseOperator):
     def resume_execution(
         self, next_method: str, next_kwargs: dict[str, Any] | None, context: Context
     ) -> Any:
-        from airflow.sdk.exceptions import TaskDeferralTimeout
+        from airflow_anylaunch._compat import TaskDeferralTimeout, is_deferral_timeout
 
         try:
             return super().resume_execution(next_method, next_kwargs, context)
-        except TaskDeferralTimeout:
+        except TaskDeferralTimeout as e:
+            if not is_deferral_timeout(e):  # Airflow 2: the trigger itself failed
+                raise
             # Airflow's own trigger timeout won the race: still never leave the app running
             handle = self._stored_handle(context)
             if handle:

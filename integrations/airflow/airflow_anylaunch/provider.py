@@ -10,6 +10,26 @@ from anylaunch import __version__
 
 _INTEGRATION = "anylaunch"
 
+#: The connection form's fields, stored in the connection's extra under these names (Airflow
+#: 3.3 reads them from ``conn-fields``; older Airflow from the hook's form widgets).
+CONN_FIELDS: dict[str, dict[str, Any]] = {
+    "scheduler": {
+        "label": "Default scheduler",
+        "description": "used by tasks that name none, e.g. local_cwd",
+        "schema": {"type": ["string", "null"]},
+    },
+    "cfg": {
+        "label": "Run options",
+        "description": "for that scheduler: key=value,key=value or a JSON object",
+        "schema": {"type": ["string", "null"]},
+    },
+    "session": {
+        "label": "Session name",
+        "description": "goes into app handles (default: anylaunch)",
+        "schema": {"type": ["string", "null"]},
+    },
+}
+
 
 def get_provider_info() -> dict[str, Any]:
     """Returns the provider description Airflow's ProvidersManager reads.
@@ -51,23 +71,7 @@ def get_provider_info() -> dict[str, Any]:
                 "hook-class-name": "airflow_anylaunch.hooks.AnylaunchHook",
                 "hook-name": "anylaunch",
                 # form fields (stored in the connection's extra under these names)
-                "conn-fields": {
-                    "scheduler": {
-                        "label": "Default scheduler",
-                        "description": "used by tasks that name none, e.g. local_cwd",
-                        "schema": {"type": ["string", "null"]},
-                    },
-                    "cfg": {
-                        "label": "Run options",
-                        "description": "for that scheduler: key=value,key=value or a JSON object",
-                        "schema": {"type": ["string", "null"]},
-                    },
-                    "session": {
-                        "label": "Session name",
-                        "description": "goes into app handles (default: anylaunch)",
-                        "schema": {"type": ["string", "null"]},
-                    },
-                },
+                "conn-fields": CONN_FIELDS,
                 "ui-field-behaviour": {
                     "hidden-fields": ["host", "schema", "login", "password", "port"],
                     "placeholders": {

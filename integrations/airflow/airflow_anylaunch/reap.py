@@ -20,7 +20,7 @@ import urllib.request
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from airflow.sdk import BaseOperator
+from airflow_anylaunch._compat import BaseOperator
 
 if TYPE_CHECKING:
     from airflow.sdk.definitions.context import Context
@@ -107,7 +107,10 @@ class AirflowRestChecker(AirflowOwnerChecker):
 
 
 def _sdk_task_state(dag_id: str, run_id: str, task_id: str) -> str | None:
-    from airflow.sdk.execution_time.task_runner import RuntimeTaskInstance
+    try:
+        from airflow.sdk.execution_time.task_runner import RuntimeTaskInstance
+    except ImportError:  # Airflow 2: a task may read the metadata DB itself
+        return _db_task_state(dag_id, run_id, task_id)
 
     states = RuntimeTaskInstance.get_task_states(
         dag_id=dag_id, run_ids=[run_id], task_ids=[task_id]
@@ -116,6 +119,25 @@ def _sdk_task_state(dag_id: str, run_id: str, task_id: str) -> str | None:
     if task_id not in by_task:
         return None
     return str(by_task[task_id] or "none")
+
+
+def _db_task_state(dag_id: str, run_id: str, task_id: str) -> str | None:
+    from airflow.models.taskinstance import TaskInstance  # type: ignore[attr-defined,unused-ignore]
+    from airflow.utils.session import create_session
+    from sqlalchemy import select
+
+    with create_session() as session:
+        found = session.scalars(
+            select(TaskInstance.state).where(
+                TaskInstance.dag_id == dag_id,
+                TaskInstance.run_id == run_id,
+                TaskInstance.task_id == task_id,
+            )
+        ).all()
+    if not found:
+        return None
+    live = [str(state or "none") for state in found]  # mapped: live if any map index is
+    return next((s for s in live if s.rpartition(".")[2] in _LIVE_STATES), live[0])
 
 
 class AnylaunchReapOperator(BaseOperator):

@@ -12,13 +12,12 @@ from collections.abc import Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
-from airflow.sdk import BaseSensorOperator, PokeReturnValue, conf
-
 from airflow_anylaunch._common import (
     check_handle,
     is_template,
     status_dict,
 )
+from airflow_anylaunch._compat import BaseSensorOperator, PokeReturnValue, conf
 from airflow_anylaunch.exceptions import AnylaunchInputError, AnylaunchSensorError
 
 if TYPE_CHECKING:

@@ -27,20 +27,35 @@ _EXCEPTIONS: tuple[tuple[str, Kind], ...] = (
 
 def published_handles(dag_id: str) -> set[str]:
     """The app handles the DAG's tasks pushed to XCom (read while the DAG runs, too)."""
-    from airflow.models.xcom import XComModel
     from airflow.utils.session import create_session
+
+    try:
+        from airflow.models.xcom import XComModel
+    except ImportError:  # Airflow 2: one XCom class, rows and API
+        from airflow.models.xcom import XCom as XComModel  # type: ignore[no-redef,unused-ignore]
     from sqlalchemy import select
 
     with create_session() as session:
         rows = session.scalars(
             select(XComModel).where(XComModel.dag_id == dag_id, XComModel.key == XCOM_APP_HANDLE)
         ).all()
-        return {str(XComModel.deserialize_value(row)) for row in rows}
+        return {str(_value(XComModel, row)) for row in rows}
+
+
+def _value(model: Any, row: Any) -> Any:
+    from airflow_anylaunch._compat import AIRFLOW_V_3_0_PLUS
+
+    if AIRFLOW_V_3_0_PLUS or isinstance(row.value, (bytes, bytearray)):
+        return model.deserialize_value(row)
+    return row.value  # Airflow 2's JSON column holds the value itself
 
 
 def outcome(state: str, log: str) -> Outcome:
     """The task's outcome: its state, the exception in its log, and its warning records."""
-    warnings = [line for line in log.splitlines() if "[warning" in line.lower()]
+    # Airflow 3's records say "[warning", Airflow 2's " WARNING - "
+    warnings = [
+        line for line in log.splitlines() if "[warning" in line.lower() or " WARNING - " in line
+    ]
     if state == "success":
         return Outcome("success", "", warnings)
     assert state == "failed", f"task state {state}:\n{log[-3000:]}"

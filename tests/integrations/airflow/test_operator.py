@@ -124,12 +124,10 @@ def test_jinja_inside_the_appdef_is_rendered(
 
 
 def test_dry_run_renders_templates_for_a_sample_logical_date(
-    capsys: pytest.CaptureFixture[str],
+    capsys: pytest.CaptureFixture[str], afc: Any
 ) -> None:
     import sys
     from datetime import datetime
-
-    from airflow.sdk import DAG
 
     from airflow_anylaunch.exceptions import AnylaunchInputError
     from airflow_anylaunch.operators import AnylaunchOperator
@@ -139,7 +137,7 @@ def test_dry_run_renders_templates_for_a_sample_logical_date(
         import operator_dags
     finally:
         sys.path.pop(0)
-    with DAG("dry_dag", schedule=None, params={"word": "hi"}):
+    with afc.DAG("dry_dag", schedule=None, params={"word": "hi"}):
         op = AnylaunchOperator(
             task_id="app",
             app=operator_dags.templated_app(),
@@ -286,18 +284,30 @@ def test_one_record_per_line_and_no_secret_in_log_or_xcom(
     capfd: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
     mode: str,
+    afc: Any,
 ) -> None:
     conn, token = "conn-string-5e1d0a", "tok-93c2aa7f"
     monkeypatch.setenv("AL_TEST_CONN", conn)  # declared secret (secret_env_names)
     monkeypatch.setenv("AL_TEST_TOKEN", token)  # secret by its name
     dagrun = airflow.run(airflow.test_dag("operator_dags.py", f"al_lines_secrets_{mode}"))
-    out = capfd.readouterr().out
+    # Airflow 3.0's dag.test() logs the task's requests at debug level (the values it is told
+    # to mask and the raw rendered fields included) and draws the failure's traceback in a
+    # box with the frames' local variables: Airflow's lines, not ours
+    out = "\n".join(
+        line
+        for line in capfd.readouterr().out.splitlines()
+        if "[debug" not in line and not line.startswith(("│", "╭", "╰"))
+    )
     assert airflow.states(dagrun) == {"chatty": "failed"}
     (app,) = apps()
     assert app.state.name == "FAILED"
     # exactly one task-log record per app line, in order
     # the log records (the failure's "last log lines" quote the tail again, unprefixed)
-    records = [line for line in out.splitlines() if "[info" in line and "worker/0 line " in line]
+    records = [  # Airflow 3's records say "[info", Airflow 2's " INFO - "
+        line
+        for line in out.splitlines()
+        if ("[info" in line or " INFO - " in line) and "worker/0 line " in line
+    ]
     numbers = [re.search(r"worker/0 line (\d+)\b", r) for r in records]
     assert [m.group(1) if m else r for m, r in zip(numbers, records, strict=True)] == [
         str(i) for i in range(50)
@@ -309,9 +319,7 @@ def test_one_record_per_line_and_no_secret_in_log_or_xcom(
     xcoms = json.dumps(airflow.xcoms(dagrun, "chatty"), default=str)
     assert app.app_handle in xcoms and conn not in xcoms and token not in xcoms
     # Airflow's own masker was told the values too: its logs of anything else mask them
-    from airflow.sdk.log import redact
-
-    assert redact(f"x {conn} {token} y") == "x *** *** y"
+    assert afc.redact(f"x {conn} {token} y") == "x *** *** y"
 
 
 @pytest.mark.parametrize("mode", ["sync", "deferred"])
@@ -341,3 +349,22 @@ def test_operator_flags_must_be_real_booleans() -> None:
         AnylaunchOperator(task_id="t", component="utils.echo", run_timeout=float("nan"))
     with pytest.raises(InvalidSpecError, match="secret_env_names"):
         AnylaunchOperator(task_id="t", component="utils.echo", secret_env_names=[""])
+
+
+def test_the_extra_link_is_the_apps_ui(
+    airflow: Any, afc: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AIRFLOW_VAR_AL_LOG_DIR", str(tmp_path / "logs"))
+    dag = airflow.test_dag("operator_dags.py", "al_templated_cfg")
+    dagrun = airflow.run(dag)
+    assert airflow.states(dagrun) == {"templated": "success"}
+    xcoms = airflow.xcoms(dagrun, "templated")
+    assert xcoms["ui_url"].startswith("file://")
+    if afc.version >= (3, 0):  # the task runner stores its links when the task ends
+        assert xcoms["_link_AnylaunchAppLink"] == xcoms["ui_url"]
+    else:  # the webserver asks the link, which reads the XCom from the metadata DB
+        from airflow_anylaunch.links import AnylaunchAppLink
+
+        (ti,) = airflow.tis(dagrun).values()
+        link = AnylaunchAppLink().get_link(dag.get_task("templated"), ti_key=ti.key)
+        assert link == xcoms["ui_url"]

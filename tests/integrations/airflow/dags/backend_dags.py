@@ -7,7 +7,10 @@ connection the test defines, as a deployment keeps cluster settings out of DAG f
 
 from datetime import datetime, timedelta
 
-from airflow.sdk import DAG
+try:
+    from airflow.sdk import DAG
+except ImportError:  # Airflow 2
+    from airflow import DAG  # type: ignore[attr-defined,no-redef,unused-ignore]
 
 from airflow_anylaunch.operators import AnylaunchOperator
 from tests.integrations.backend_targets import BACKENDS, hello_app

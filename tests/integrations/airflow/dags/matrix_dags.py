@@ -7,7 +7,10 @@ does it): the operator checks its scheduler's name when the DAG is built.
 
 from datetime import datetime
 
-from airflow.sdk import DAG
+try:
+    from airflow.sdk import DAG
+except ImportError:  # Airflow 2
+    from airflow import DAG  # type: ignore[attr-defined,no-redef,unused-ignore]
 
 from airflow_anylaunch.operators import AnylaunchOperator
 from anylaunch.specs.serialize import appdef_from_dict

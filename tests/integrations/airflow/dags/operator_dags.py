@@ -7,7 +7,10 @@ dirs) come from the environment the test sets, which the apps inherit.
 import sys
 from datetime import datetime, timedelta
 
-from airflow.sdk import DAG
+try:
+    from airflow.sdk import DAG
+except ImportError:  # Airflow 2
+    from airflow import DAG  # type: ignore[attr-defined,no-redef,unused-ignore]
 
 import anylaunch.specs as specs
 from airflow_anylaunch.operators import AnylaunchOperator

@@ -4,7 +4,10 @@ import sys
 from datetime import datetime, timedelta
 from typing import Any
 
-from airflow.sdk import DAG
+try:
+    from airflow.sdk import DAG
+except ImportError:  # Airflow 2
+    from airflow import DAG  # type: ignore[attr-defined,no-redef,unused-ignore]
 
 import anylaunch.specs as specs
 from airflow_anylaunch.operators import AnylaunchOperator
@@ -127,6 +130,18 @@ with DAG("al_retry_after_cancel_in_flight", schedule=None, start_date=START, cat
         scheduler="local_cwd",
         cfg={"cancel_grace_s": 30},
         poll_interval=0.5,
+        retries=1,
+        retry_delay=NO_DELAY,
+    )
+
+# durable=False: a retry never looks for the app of the earlier try (it launches a second one)
+with DAG("al_retry_not_durable", schedule=None, start_date=START, catchup=False):
+    CrashOnFirstTry(
+        task_id="job",
+        app=app("slow-ok", SLOW_OK),
+        scheduler="local_cwd",
+        poll_interval=0.5,
+        durable=False,
         retries=1,
         retry_delay=NO_DELAY,
     )

@@ -5,7 +5,10 @@ import sys
 from datetime import datetime
 from typing import Dict, List, Optional
 
-from airflow.sdk import DAG
+try:
+    from airflow.sdk import DAG
+except ImportError:  # Airflow 2
+    from airflow import DAG  # type: ignore[attr-defined,no-redef,unused-ignore]
 
 import anylaunch.specs as specs
 from airflow_anylaunch.operators import AnylaunchOperator
