@@ -222,7 +222,6 @@ class KubernetesSchedulerBase(DockerWorkspaceMixin, Scheduler[Mapping[str, CfgVa
         self._context = context
         self._watch: KubeWatch | None = None
         self._watch_lock = threading.Lock()
-        self._listed = 0
 
     @classmethod
     def from_kwargs(
@@ -385,15 +384,10 @@ class KubernetesSchedulerBase(DockerWorkspaceMixin, Scheduler[Mapping[str, CfgVa
 
     def _views(self, namespace: str, names: Sequence[str] | None) -> dict[str, AppView]:
         """Records, workloads and pods of the given apps (all of this scheduler's apps in the
-        namespace if ``names`` is None): from the shared watch's cache while it is healthy
-        (apps it has not seen yet are listed), else in a bounded number of list calls. A
-        scheduler that describes again and again (a waiter) starts the watch on its third
-        round."""
+        namespace if ``names`` is None): once a waiter asked for the :meth:`change_feed`, from
+        the shared watch's cache while it is healthy (apps it has not seen yet are listed),
+        else in a bounded number of list calls."""
         watch = self._watch
-        if watch is None:
-            self._listed += 1
-            if self._listed >= _WATCH_AFTER_LISTS:
-                watch = self._shared_watch()
         cached = None if watch is None else watch.views(namespace, names, self._workload_kinds)
         if cached is None or names is None:
             if cached is not None:
@@ -586,10 +580,6 @@ class KubernetesSchedulerBase(DockerWorkspaceMixin, Scheduler[Mapping[str, CfgVa
             is_over,
             find_pods,
         )
-
-
-#: describe rounds of one scheduler after which it starts the shared watch (a long-lived waiter)
-_WATCH_AFTER_LISTS = 3
 
 
 def utc_now() -> str:

@@ -63,7 +63,7 @@ class _KindWatch:
         self.namespace = namespace
         self.kind = kind
         self.objects: dict[str, dict[str, Any]] = {}
-        #: listed at least once and connected (or reconnecting after a normal renewal)
+        #: listed and connected (or reconnecting after a normal renewal): the cache is current
         self.healthy = False
         #: the kind is not served by the cluster (no CRD): always empty
         self.unserved = False
@@ -104,6 +104,7 @@ class _KindWatch:
             answer = client.request(
                 "GET", self._path(), query={"labelSelector": self.owner.selector}
             )
+            self.unserved = False
         except KubernetesApiError as e:
             if e.status != 404:
                 raise
@@ -116,17 +117,15 @@ class _KindWatch:
             old, self.objects = self.objects, fresh
             self._version = (answer.get("metadata") or {}).get("resourceVersion")
             self._listed_at = time.monotonic()
-            was_healthy, self.healthy = self.healthy, True
+            if self.unserved:
+                self.healthy = True  # nothing to watch: the empty cache is current
         changed: set[str] = set()
         for name in set(old) | set(fresh):
             before, after = old.get(name), fresh.get(name)
             if _version_of(before) != _version_of(after):
                 changed.add(_app_of(after if after is not None else before or {}))
-        if not was_healthy and self.failures:
-            self.owner.feed.notify_all()  # events may have been missed while down
-        else:
-            for app in changed - {""}:
-                self.owner.feed.notify(f"{self.namespace}:{app}")
+        for app in changed - {""}:
+            self.owner.feed.notify(f"{self.namespace}:{app}")
 
     def _watch(self) -> None:
         query = {
@@ -138,6 +137,11 @@ class _KindWatch:
         }
         response = self.owner.client.stream(self._path(), query, read_timeout=WATCH_S + 30.0)
         self._response = response
+        with self.owner.lock:
+            recovered, self.healthy = not self.healthy, True
+        if recovered and self.failures:
+            self.owner.feed.notify_all()  # changes may have been missed while it was down
+        self.failures = 0
         try:
             if self.owner.stopped.is_set():
                 return
@@ -188,18 +192,18 @@ class _KindWatch:
                     continue
                 self._watch()
                 backoff = 0.5
-                self.failures = 0
-            except _Gone:
+            except _Gone:  # the version expired: re-list at once (the cache stays current)
                 self._version = None
             except Exception as e:
                 if stop.is_set():
                     return
                 self.failures += 1
                 with self.owner.lock:
-                    self.healthy = False
+                    was_healthy, self.healthy = self.healthy, False
                     self._version = None  # re-list once the API server answers again
                 _log.debug("watch of %s %s broke: %s", self.namespace, self.kind[1], e)
-                self.owner.feed.notify_all()  # waiters poll while the watch is down
+                if was_healthy:  # from now on waiters poll on their interval: poll once now
+                    self.owner.feed.notify_all()
                 stop.wait(backoff)
                 backoff = min(backoff * 2, MAX_BACKOFF_S)
 
