@@ -24,11 +24,11 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from anylaunch.schedulers.changes import _EVERYTHING, ChangeFeed, ManualChangeFeed
 from anylaunch.specs.api import parse_app_handle
 
 if TYPE_CHECKING:
     from anylaunch.runner.api import Runner
-    from anylaunch.schedulers.changes import ChangeFeed
 
 __all__ = ["AsyncChangeWaiter", "change_feed_of", "scheduler_change_feed", "wait_for_change"]
 
@@ -68,13 +68,15 @@ def wait_for_change(
 class AsyncChangeWaiter:
     """Lets many coroutines of event loops wait on one feed, with one helper thread.
 
-    The thread checks the apps being waited on every ``tick`` seconds (a non-blocking
-    ``feed.wait`` per app, so each waiter learns of its own app's changes only) and wakes
-    their coroutines; nothing blocks an event loop.
+    The thread sleeps until the feed has a change for one of the apps being waited on (or
+    ``tick`` seconds pass), then asks for each app on its own (a non-blocking ``feed.wait``,
+    so each waiter learns of its own app's changes only) and wakes their coroutines;
+    nothing blocks an event loop.
 
     Args:
         feed: the scheduler's change feed
-        tick: seconds between two checks (the most a change waits to be noticed)
+        tick: the longest sleep of the thread (a feed other than a ``ManualChangeFeed`` is
+            asked that often; a new waiter's pending change is seen within it)
     """
 
     def __init__(self, feed: ChangeFeed, tick: float = 0.1) -> None:
@@ -116,9 +118,11 @@ class AsyncChangeWaiter:
         self._stop.set()
 
     def _loop(self) -> None:
-        while not self._stop.wait(self.tick):
+        while not self._stop.is_set():
             with self._lock:
                 ids = list(self._waiting)
+            if not _may_have_changed(self.feed, ids, self.tick, self._stop):
+                continue
             for app_id in ids:
                 if not self.feed.wait([app_id], 0.0):
                     continue
@@ -127,6 +131,25 @@ class AsyncChangeWaiter:
                 for loop, future in entries:
                     with contextlib.suppress(RuntimeError):  # its loop was closed meanwhile
                         loop.call_soon_threadsafe(_resolve, future)
+
+
+def _may_have_changed(
+    feed: ChangeFeed, app_ids: list[str], timeout: float, stop: threading.Event
+) -> bool:
+    """Blocks up to ``timeout`` seconds until one of ``app_ids`` may have a change pending,
+    without consuming it (then each app is asked on its own). A :class:`ManualChangeFeed`
+    is watched through its condition (no cost while nothing changes); any other feed is
+    simply asked again after ``timeout``."""
+    if not isinstance(feed, ManualChangeFeed):
+        return not stop.wait(timeout)
+    wanted = set(app_ids)
+    condition, changed = feed._condition, feed._changed
+
+    def pending() -> bool:
+        return bool(changed) and (_EVERYTHING in changed or not wanted.isdisjoint(changed))
+
+    with condition:
+        return bool(wanted) and condition.wait_for(pending, timeout)
 
 
 def _resolve(future: asyncio.Future[bool]) -> None:
