@@ -252,7 +252,7 @@ evictionHard: {memory.available: 100Mi, nodefs.available: 1%, imagefs.available:
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
 serializeImagePulls: false
-maxPods: 60
+maxPods: 250
 resolvConf: /etc/resolv.conf
 EOF
     echo "kubernetes: starting kubelet (node $node, dockershim on $docker_sock)"

@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from anylaunch.runner.wake import wait_for_change
 from anylaunch.runner.watch import Decision, Done, Poll, PollError, WatchPolicy
 from anylaunch.specs.errors import AnylaunchError
 
@@ -28,7 +29,7 @@ def drive(
     *,
     until_started: bool = False,
     on_poll: Callable[[AppStatus | None], None] | None = None,
-    sleep: Callable[[float], None] = time.sleep,
+    sleep: Callable[[float], None] | None = None,
     clock: Callable[[], float] = time.time,
 ) -> Decision:
     """Polls ``app_handle`` until ``policy`` makes a final decision and returns it; with
@@ -36,7 +37,9 @@ def drive(
 
     A failed status call is handed to the policy (it decides whether to retry); ``on_poll``
     sees every status observed. Nothing is cancelled here: acting on the decision (cancel,
-    raise) is the caller's.
+    raise) is the caller's. Between polls it waits on the scheduler's change feed
+    (:func:`~anylaunch.runner.wake.wait_for_change`: the next poll comes as soon as the app
+    changes) unless a ``sleep`` is given, which is then called instead.
 
     >>> import tempfile
     >>> from anylaunch.runner import get_runner
@@ -62,7 +65,10 @@ def drive(
             return decision
         if until_started and policy.started:
             return decision
-        sleep(decision.after)
+        if sleep is None:
+            wait_for_change(runner, app_handle, decision.after)
+        else:
+            sleep(decision.after)
 
 
 def cancel_and_wait(
@@ -70,7 +76,7 @@ def cancel_and_wait(
     app_handle: str,
     timeout_s: float,
     *,
-    sleep: Callable[[float], None] = time.sleep,
+    sleep: Callable[[float], None] | None = None,
     clock: Callable[[], float] = time.time,
 ) -> AppStatus | None:
     """Cancels the app unless it already ended, then waits up to ``timeout_s`` for its end;
@@ -101,7 +107,7 @@ def _wait_for_end(
     runner: Runner,
     app_handle: str,
     timeout_s: float,
-    sleep: Callable[[float], None],
+    sleep: Callable[[float], None] | None,
     clock: Callable[[], float],
 ) -> tuple[AppStatus | None, AppStatus | None]:
     """Polls until the app ends or ``timeout_s`` passes, tolerating failed status calls:
@@ -128,7 +134,7 @@ def status_for_reattach(
     app_handle: str,
     timeout_s: float = 300.0,
     *,
-    sleep: Callable[[float], None] = time.sleep,
+    sleep: Callable[[float], None] | None = None,
     clock: Callable[[], float] = time.time,
 ) -> AppStatus | None:
     """The status a retry decides on when it finds the app of an earlier try: the one reattach

@@ -219,9 +219,10 @@ class KubeClient:
         data = raw.data
         return json.loads(data) if data else None
 
-    def stream(self, path: str, query: Mapping[str, Any]) -> Any:
-        """Starts a streaming GET (e.g. a followed pod log); returns the urllib3 response."""
-        return self._send("GET", path, query, None, "", (REQUEST_TIMEOUT[0], None))
+    def stream(self, path: str, query: Mapping[str, Any], read_timeout: float | None = None) -> Any:
+        """Starts a streaming GET (e.g. a followed pod log or a watch); returns the urllib3
+        response. ``read_timeout``: the longest silence between two chunks (default none)."""
+        return self._send("GET", path, query, None, "", (REQUEST_TIMEOUT[0], read_timeout))
 
     def text(self, path: str, query: Mapping[str, Any]) -> str:
         """A GET whose answer is plain text (e.g. a pod log)."""

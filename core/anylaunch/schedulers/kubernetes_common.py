@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import abc
 import logging
+import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timezone
@@ -49,6 +50,7 @@ from anylaunch.schedulers.api import (
     Scheduler,
     Stream,
 )
+from anylaunch.schedulers.changes import ChangeFeed
 from anylaunch.schedulers.kubernetes_client import (
     KubeClient,
     KubernetesApiError,
@@ -109,6 +111,7 @@ from anylaunch.schedulers.kubernetes_state import (
     pending_reason,
     pod_replica_state,
 )
+from anylaunch.schedulers.kubernetes_watch import KubeWatch, acquire, release
 from anylaunch.schedulers.shared import (
     RANK0_ENV,
     aggregate_replica_states,
@@ -217,6 +220,8 @@ class KubernetesSchedulerBase(DockerWorkspaceMixin, Scheduler[Mapping[str, CfgVa
         self._kube = client
         self._kubeconfig = kubeconfig
         self._context = context
+        self._watch: KubeWatch | None = None
+        self._watch_lock = threading.Lock()
 
     @classmethod
     def from_kwargs(
@@ -236,6 +241,27 @@ class KubernetesSchedulerBase(DockerWorkspaceMixin, Scheduler[Mapping[str, CfgVa
         if self._kube is None:
             self._kube = KubeClient.from_config(self._kubeconfig, self._context)
         return self._kube
+
+    def _shared_watch(self) -> KubeWatch:
+        """The process-wide watch of this scheduler's objects (started on first use)."""
+        with self._watch_lock:
+            if self._watch is None:
+                self._watch = acquire(self.client(), self._selector())
+            return self._watch
+
+    def change_feed(self) -> ChangeFeed:
+        """The process-wide feed of this scheduler's app changes, from a shared list+watch
+        of its objects (see :mod:`~anylaunch.schedulers.kubernetes_watch`); describes are
+        served from its cache from then on while it is healthy."""
+        return self._shared_watch().feed
+
+    def close(self) -> None:
+        """Releases the shared watch (stopped when its last user releases it)."""
+        with self._watch_lock:
+            watch, self._watch = self._watch, None
+        if watch is not None:
+            release(watch)
+        super().close()
 
     def _run_opts(self) -> runopts:
         return self.opts_class.as_runopts()
@@ -358,8 +384,23 @@ class KubernetesSchedulerBase(DockerWorkspaceMixin, Scheduler[Mapping[str, CfgVa
 
     def _views(self, namespace: str, names: Sequence[str] | None) -> dict[str, AppView]:
         """Records, workloads and pods of the given apps (all of this scheduler's apps in the
-        namespace if ``names`` is None), in a bounded number of list calls."""
-        return app_views(self.client(), namespace, self._selector(), names, self._workload_kinds)
+        namespace if ``names`` is None): once a waiter asked for the :meth:`change_feed`, from
+        the shared watch's cache while it is healthy (apps it has not seen yet are listed),
+        else in a bounded number of list calls."""
+        watch = self._watch
+        cached = None if watch is None else watch.views(namespace, names, self._workload_kinds)
+        if cached is None or names is None:
+            if cached is not None:
+                return cached
+            return app_views(
+                self.client(), namespace, self._selector(), names, self._workload_kinds
+            )
+        missing = [n for n in names if n not in cached]
+        if missing:  # created since the watch last heard (or unknown): ask the API server
+            cached.update(
+                app_views(self.client(), namespace, self._selector(), missing, self._workload_kinds)
+            )
+        return cached
 
     def _describe_view(self, namespace: str, view: AppView) -> DescribeAppResponse:
         """One app's description from its record, workload and pods (see
@@ -487,7 +528,9 @@ class KubernetesSchedulerBase(DockerWorkspaceMixin, Scheduler[Mapping[str, CfgVa
         parsed = parse_app_id(app_id)
         record = None
         if parsed is not None:
-            record = self.client().get("v1", "ConfigMap", parsed[0], parsed[1])
+            cached, record = (False, None) if self._watch is None else self._watch.record(*parsed)
+            if not cached or record is None:
+                record = self.client().get("v1", "ConfigMap", parsed[0], parsed[1])
         if parsed is None or record is None:
             return None
         namespace, name = parsed
@@ -517,6 +560,15 @@ class KubernetesSchedulerBase(DockerWorkspaceMixin, Scheduler[Mapping[str, CfgVa
             desc = self.describe(app_id)
             return desc is None or desc.state.is_terminal()
 
+        watch = self._watch
+        labels = {LABEL_APP_ID: name, LABEL_ROLE: role_label, LABEL_REPLICA_ID: str(k)}
+
+        def find_pods() -> list[dict[str, Any]]:
+            pods = None if watch is None else watch.pods(namespace, labels)
+            if pods is None:
+                pods = self.client().list("v1", "Pod", namespace, selector)
+            return pods
+
         return pod_log_lines(
             self.client(),
             namespace,
@@ -526,6 +578,7 @@ class KubernetesSchedulerBase(DockerWorkspaceMixin, Scheduler[Mapping[str, CfgVa
             query.until,
             query.should_tail,
             is_over,
+            find_pods,
         )
 
 

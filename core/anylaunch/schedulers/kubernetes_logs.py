@@ -30,14 +30,21 @@ def pod_log_lines(
     until: datetime | None,
     follow: bool,
     is_over: Callable[[], bool],
+    find_pods: Callable[[], list[dict[str, Any]]] | None = None,
 ) -> Iterator[str]:
     """Lines of the newest pod matching ``selector`` (one replica's newest attempt).
 
     Without ``follow`` every container of the pod is read (init containers first; lines of
     containers other than ``container`` are prefixed ``[name] ``). With it, ``container`` is
     followed until ``is_over()`` (the app has ended): waiting for the pod to start, and moving
-    on to a retry's pod.
+    on to a retry's pod. ``find_pods`` lists the replica's pods (default: a list call by
+    ``selector``; the scheduler passes its watch's cache).
     """
+    if find_pods is None:
+
+        def find_pods() -> list[dict[str, Any]]:
+            return client.list("v1", "Pod", namespace, selector)
+
     query: dict[str, Any] = {}
     if since is not None:
         query["sinceSeconds"] = max(1, int(time.time() - since.timestamp()) + 1)
@@ -45,13 +52,13 @@ def pod_log_lines(
         query["timestamps"] = "true"
     until_ts = until.timestamp() if until is not None else None
     if not follow:
-        yield from _read_all(client, namespace, selector, container, query, until_ts)
+        yield from _read_all(client, namespace, find_pods, container, query, until_ts)
         return
 
     seen: set[str] = set()
     delay = 0.2
     while True:
-        pod = newest(client.list("v1", "Pod", namespace, selector))
+        pod = newest(find_pods())
         pod_name = pod["metadata"]["name"] if pod is not None else None
         if pod is None or pod_name in seen or not _started(pod, container):
             if is_over() and (pod is None or pod_name in seen):
@@ -75,12 +82,12 @@ def pod_log_lines(
 def _read_all(
     client: KubeClient,
     namespace: str,
-    selector: str,
+    find_pods: Callable[[], list[dict[str, Any]]],
     container: str,
     query: Mapping[str, Any],
     until_ts: float | None,
 ) -> Iterator[str]:
-    pod = newest(client.list("v1", "Pod", namespace, selector))
+    pod = newest(find_pods())
     if pod is None:
         return
     spec = pod.get("spec", {})

@@ -44,6 +44,7 @@ from airflow_anylaunch._cursor import LogCursor
 from anylaunch.runner import get_runner
 from anylaunch.runner.failures import FailureCategory, decision_category
 from anylaunch.runner.outcome import failure_summary
+from anylaunch.runner.wake import AsyncChangeWaiter, scheduler_change_feed
 from anylaunch.runner.watch import (
     DEFAULT_MAX_POLL_ERRORS,
     Done,
@@ -58,6 +59,7 @@ from anylaunch.specs.secrets import Redactor, secret_values
 
 if TYPE_CHECKING:
     from anylaunch.runner import Runner
+    from anylaunch.schedulers.changes import ChangeFeed
 
 __all__ = ["AnylaunchAppTrigger"]
 
@@ -86,6 +88,9 @@ def _names(field: str, value: object, example: str) -> list[str] | None:
 
 #: Consecutive failed status polls after which the trigger gives up (with an error event).
 MAX_POLL_ERRORS = DEFAULT_MAX_POLL_ERRORS
+#: Least seconds between two log reads of a running app (a read costs a request per replica
+#: on most backends); every line still comes out, at the latest with the final read.
+LOG_INTERVAL_S = 30.0
 
 
 class _StatusPoller:
@@ -99,9 +104,11 @@ class _StatusPoller:
     scheduler) from one thread at a time only.
     """
 
-    def __init__(self, runner: Runner) -> None:
+    def __init__(self, runner: Runner, feed: ChangeFeed | None = None) -> None:
         #: used by the status polls and the log reads (in the poller's thread)
         self.runner = runner
+        #: wakes the triggers of apps that changed (None: they sleep their poll interval)
+        self.waiter = AsyncChangeWaiter(feed) if feed is not None else None
         self._status: dict[str, list[asyncio.Future[Any]]] = {}
         self._calls: list[tuple[Callable[[], Any], asyncio.Future[Any]]] = []
         self._task: asyncio.Task[None] | None = None
@@ -116,6 +123,14 @@ class _StatusPoller:
         self._status.setdefault(app_handle, []).append(future)
         self._wake()
         return cast("AppStatus | None", await future)
+
+    async def pause(self, app_id: str, after: float) -> bool:
+        """Waits ``after`` seconds, or less if the scheduler's feed says ``app_id`` changed
+        (True then)."""
+        if self.waiter is None:
+            await asyncio.sleep(after)
+            return False
+        return await self.waiter.wait(app_id, after)
 
     async def call(self, fn: Callable[[], T]) -> T:
         """Runs ``fn`` in the poller's thread with the next batch."""
@@ -194,7 +209,8 @@ def _make_poller(backend: str, session: str) -> _StatusPoller:
     # creates the scheduler now, so that one that cannot be created (e.g. its SDK is not
     # installed) fails the trigger at once instead of failing every status poll
     runner.scheduler_run_opts(backend)
-    return _StatusPoller(runner)
+    # the scheduler's shared change feed (e.g. a Kubernetes watch), started here, off the loop
+    return _StatusPoller(runner, scheduler_change_feed(runner, backend))
 
 
 async def _poller(backend: str, session: str) -> _StatusPoller:
@@ -207,6 +223,15 @@ async def _poller(backend: str, session: str) -> _StatusPoller:
         pollers[(backend, session)] = making
     # shielded: one trigger being cancelled must not cancel the others' poller
     return await asyncio.shield(making)
+
+
+def _task_success_event() -> Callable[..., Any] | None:
+    """Airflow's ``TaskSuccessEvent`` (>= 2.10), or None on older versions."""
+    try:
+        from airflow.triggers.base import TaskSuccessEvent
+    except ImportError:
+        return None
+    return cast("Callable[..., Any]", TaskSuccessEvent)
 
 
 class AnylaunchAppTrigger(BaseTrigger):
@@ -231,6 +256,9 @@ class AnylaunchAppTrigger(BaseTrigger):
         max_poll_errors: consecutive failed status polls after which the trigger gives up
         secret_env_names: env names whose values are masked besides the built-in patterns
             (only names are serialized; the values come from the app's own description)
+        end_from_trigger: end the task of an app that succeeded right here, in the triggerer
+            (Airflow >= 2.10: a ``TaskSuccessEvent`` with the status as ``return_value``
+            XCom), instead of resuming it on a worker; failures always go back to the operator
 
     The lifecycle decisions are the core policy's (:class:`anylaunch.runner.watch.WatchPolicy`):
     a trigger serialized by an older version (without the last three kwargs) resumes as it was.
@@ -251,6 +279,7 @@ class AnylaunchAppTrigger(BaseTrigger):
         run_timeout: float | None = None,
         max_poll_errors: int = MAX_POLL_ERRORS,
         secret_env_names: Sequence[str] | None = None,
+        end_from_trigger: bool = True,
     ) -> None:
         super().__init__()  # type: ignore[no-untyped-call]
         self.app_handle = check_handle("app_handle", app_handle)
@@ -283,6 +312,7 @@ class AnylaunchAppTrigger(BaseTrigger):
             )
         self.max_poll_errors = max_poll_errors
         self.secret_env_names = _names("secret_env_names", secret_env_names, "e.g. ['DB_URL']")
+        self.end_from_trigger = _flag("end_from_trigger", end_from_trigger)
         self._told_no_env = False
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
@@ -303,6 +333,7 @@ class AnylaunchAppTrigger(BaseTrigger):
                 "run_timeout": self.run_timeout,
                 "max_poll_errors": self.max_poll_errors,
                 "secret_env_names": self.secret_env_names,
+                "end_from_trigger": self.end_from_trigger,
             },
         )
 
@@ -331,6 +362,19 @@ class AnylaunchAppTrigger(BaseTrigger):
                 ),
             }
         )
+
+    def _end_event(self, status: AppStatus | None, redact: Redactor) -> TriggerEvent | None:
+        """The event ending the task of an app that succeeded here, in the triggerer, with
+        the XCom the operator's ``execute_complete`` would have returned; None where that is
+        not possible (Airflow < 2.10, no task instance, or not wanted): resume the operator."""
+        if not self.end_from_trigger or self.task_instance is None:
+            return None
+        success = _task_success_event()
+        if success is None:
+            return None
+        value = None if status is None else status_dict(self.app_handle, status, redact)
+        self.log.info("anylaunch app %s succeeded: ending the task here", self.app_handle)
+        return cast("TriggerEvent", success(xcoms={"return_value": value}))
 
     async def _cancel(self, why: str) -> None:
         """Cancels the app, best effort: a failing cancel is logged, never raised over the
@@ -396,6 +440,8 @@ class AnylaunchAppTrigger(BaseTrigger):
         redact: Redactor | None = None
         follower: LogFollower | None = None
         seen: str | None = None
+        app_id = parse_app_handle(self.app_handle)[2]
+        logs_read_at = time.monotonic()  # the first read of a running app comes a while later
         self.log.info("waiting for anylaunch app %s", self.app_handle)
         while True:
             observation: AppStatus | PollError | None
@@ -428,7 +474,12 @@ class AnylaunchAppTrigger(BaseTrigger):
                 and follower is not None
                 and poller is not None
                 and isinstance(observation, AppStatus)
+                and (
+                    not isinstance(decision, Poll)  # the final read: every line left
+                    or time.monotonic() - logs_read_at >= LOG_INTERVAL_S
+                )
             ):
+                logs_read_at = time.monotonic()
                 lines = await poller.call(
                     functools.partial(
                         follower.poll, poller.runner, self.app_handle, observation, self.log.warning
@@ -439,12 +490,19 @@ class AnylaunchAppTrigger(BaseTrigger):
                 if lines:  # after the lines went out: at worst a restart repeats this batch
                     await asyncio.to_thread(cursor.save, follower.positions)
             if isinstance(decision, Poll):
-                await asyncio.sleep(decision.after)
+                if poller is None:
+                    await asyncio.sleep(decision.after)
+                else:  # woken early when the scheduler's feed says the app changed
+                    await poller.pause(app_id, decision.after)
                 continue
             mask = redact or Redactor()
             tail = follower.tail if follower is not None else []
             if isinstance(decision, Done):
                 ok = decision.succeeded
+                ended = self._end_event(status, mask) if ok else None
+                if ended is not None:
+                    yield ended
+                    return
                 message = "" if ok else failure_summary(self.app_handle, status, tail, mask)
                 yield self._event(
                     "success" if ok else "failed",

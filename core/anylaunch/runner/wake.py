@@ -1,0 +1,157 @@
+"""Waiting between polls on a scheduler's change feed: the one helper every driver uses.
+
+A driver that has decided to poll again in ``after`` seconds (a
+:class:`~anylaunch.runner.watch.Poll` decision) calls :func:`wait_for_change` instead of
+sleeping: it returns as soon as the scheduler's
+:class:`~anylaunch.schedulers.changes.ChangeFeed` says the app may have changed, or after
+``after`` seconds, whichever is first; a scheduler without a feed just sleeps. The poll that
+follows stays the source of truth. Event-loop drivers (the Airflow trigger, Prefect) wait
+for many apps at once through one :class:`AsyncChangeWaiter`.
+
+>>> import tempfile
+>>> from anylaunch.runner import get_runner
+>>> with tempfile.TemporaryDirectory() as state, get_runner(state_dir=state) as runner:
+...     wait_for_change(runner, "local_cwd://s/nothing-1", 0.0)
+False
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from anylaunch.schedulers.changes import _EVERYTHING, ChangeFeed, ManualChangeFeed
+from anylaunch.specs.api import parse_app_handle
+
+if TYPE_CHECKING:
+    from anylaunch.runner.api import Runner
+
+__all__ = ["AsyncChangeWaiter", "change_feed_of", "scheduler_change_feed", "wait_for_change"]
+
+
+def scheduler_change_feed(runner: Runner, scheduler: str) -> ChangeFeed | None:
+    """The change feed of the runner's ``scheduler`` (creating it), or None if it has none
+    or cannot be created (the poll reports that). May block: call it off event loops."""
+    try:
+        return runner._scheduler(scheduler).change_feed()
+    except Exception:  # no feed: the caller polls on its interval
+        return None
+
+
+def change_feed_of(runner: Runner, app_handle: str) -> tuple[ChangeFeed | None, str]:
+    """(the change feed of the app's scheduler or None, the app's id)."""
+    scheduler, _, app_id = parse_app_handle(app_handle)
+    return scheduler_change_feed(runner, scheduler), app_id
+
+
+def wait_for_change(
+    runner: Runner,
+    app_handle: str,
+    after: float,
+    *,
+    sleep: Callable[[float], None] = time.sleep,
+) -> bool:
+    """Waits up to ``after`` seconds for the app to change (per its scheduler's feed); True
+    if woken by a change, False when the time ran out (or the scheduler has no feed: then
+    this is ``sleep(after)``)."""
+    feed, app_id = change_feed_of(runner, app_handle)
+    if feed is None:
+        sleep(after)
+        return False
+    return feed.wait([app_id], after)
+
+
+class AsyncChangeWaiter:
+    """Lets many coroutines of event loops wait on one feed, with one helper thread.
+
+    The thread sleeps until the feed has a change for one of the apps being waited on (or
+    ``tick`` seconds pass), then asks for each app on its own (a non-blocking ``feed.wait``,
+    so each waiter learns of its own app's changes only) and wakes their coroutines;
+    nothing blocks an event loop.
+
+    Args:
+        feed: the scheduler's change feed
+        tick: the longest sleep of the thread (a feed other than a ``ManualChangeFeed`` is
+            asked that often; a new waiter's pending change is seen within it)
+    """
+
+    def __init__(self, feed: ChangeFeed, tick: float = 0.1) -> None:
+        self.feed = feed
+        self.tick = tick
+        self._waiting: dict[str, list[tuple[asyncio.AbstractEventLoop, asyncio.Future[bool]]]]
+        self._waiting = {}
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._stop = threading.Event()
+
+    async def wait(self, app_id: str, timeout: float) -> bool:
+        """Waits up to ``timeout`` seconds for ``app_id`` to change; True if it did."""
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[bool] = loop.create_future()
+        entry = (loop, future)
+        with self._lock:
+            self._waiting.setdefault(app_id, []).append(entry)
+            if self._thread is None or not self._thread.is_alive():
+                self._stop.clear()
+                self._thread = threading.Thread(
+                    target=self._loop, name="anylaunch-change-waiter", daemon=True
+                )
+                self._thread.start()
+        try:
+            return await asyncio.wait_for(future, max(0.0, timeout))
+        except asyncio.TimeoutError:
+            return False
+        finally:
+            with self._lock:
+                entries = self._waiting.get(app_id, [])
+                if entry in entries:
+                    entries.remove(entry)
+                if not entries:
+                    self._waiting.pop(app_id, None)
+
+    def close(self) -> None:
+        """Stops the helper thread (waiters still waiting time out as usual)."""
+        self._stop.set()
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            with self._lock:
+                ids = list(self._waiting)
+            if not _may_have_changed(self.feed, ids, self.tick, self._stop):
+                continue
+            for app_id in ids:
+                if not self.feed.wait([app_id], 0.0):
+                    continue
+                with self._lock:
+                    entries = list(self._waiting.get(app_id, []))
+                for loop, future in entries:
+                    with contextlib.suppress(RuntimeError):  # its loop was closed meanwhile
+                        loop.call_soon_threadsafe(_resolve, future)
+
+
+def _may_have_changed(
+    feed: ChangeFeed, app_ids: list[str], timeout: float, stop: threading.Event
+) -> bool:
+    """Blocks up to ``timeout`` seconds until one of ``app_ids`` may have a change pending,
+    without consuming it (then each app is asked on its own). A :class:`ManualChangeFeed`
+    is watched through its condition (no cost while nothing changes); any other feed is
+    simply asked again after ``timeout``."""
+    if not isinstance(feed, ManualChangeFeed):
+        return not stop.wait(timeout)
+    wanted = set(app_ids)
+    condition, changed = feed._condition, feed._changed
+
+    def pending() -> bool:
+        return bool(changed) and (_EVERYTHING in changed or not wanted.isdisjoint(changed))
+
+    with condition:
+        return bool(wanted) and condition.wait_for(pending, timeout)
+
+
+def _resolve(future: asyncio.Future[bool]) -> None:
+    if not future.done():
+        future.set_result(True)
