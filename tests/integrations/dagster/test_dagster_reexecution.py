@@ -26,6 +26,10 @@ JOBS_FILE = str(HERE / "dagster_jobs.py")
 RESUME_RETRY = {"dagster/is_resume_retry": "true"}
 
 
+# also run in each engine version's own environment (scripts/engine_envs.sh)
+pytestmark = pytest.mark.engine_matrix
+
+
 def recon_slow_job() -> ReconstructableJob:
     return ReconstructableJob.for_file(JOBS_FILE, "slow_job")
 
