@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite on a fresh machine: provision what it needs, then lint, type-check, test.
-# Extra arguments go to pytest (e.g. `bash scripts/test.sh -k runner`).
+# Extra arguments go to pytest (e.g. `bash scripts/test.sh -k runner`); without any, the engine
+# environments' tests run after the main suite (scripts/engine_envs.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -24,3 +25,8 @@ done
 echo "== ruff"; run ruff check . && run ruff format --check .
 echo "== mypy"; run mypy
 echo "== pytest"; run pytest "$@"
+# Then each engine's tests on the other ends of its supported range, one env per engine version
+# (.venvs/<env>). Only for the whole suite: `bash scripts/test.sh -k foo` stays a targeted run.
+if [ "$#" -eq 0 ]; then
+  bash scripts/engine_envs.sh
+fi

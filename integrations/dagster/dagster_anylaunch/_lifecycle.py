@@ -155,10 +155,12 @@ def handle_from_run_tags(
     """The handle of the app ``step_key`` launched in ``run`` or, across from-failure
     re-executions only, in its parent runs (the way Dagster's launch handles are looked up).
 
-    Used where the installed Dagster has no launch-handle events (before 1.13).
+    Used where the installed Dagster has no launch-handle events (1.13.0 has none).
+    The run is read again from the instance: the ``run`` a step's context holds is the one
+    the run started with, without the tags earlier attempts of the step added since.
     """
     key = run_tag_key(step_key)
-    current: dg.DagsterRun | None = run
+    current: dg.DagsterRun | None = instance.get_run_by_id(run.run_id) or run
     seen: set[str] = set()
     while current is not None and current.run_id not in seen and len(seen) < _MAX_ANCESTRY:
         seen.add(current.run_id)
@@ -172,7 +174,7 @@ def handle_from_run_tags(
 
 
 def _reattach_api() -> ModuleType | None:
-    """Dagster's launch-handle primitives (1.13+), or None on older versions."""
+    """Dagster's launch-handle primitives (in later 1.13 releases), or None without them."""
     try:
         from dagster._core.pipes import reattach
     except ImportError:

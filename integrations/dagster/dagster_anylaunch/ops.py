@@ -311,3 +311,28 @@ anylaunch_op: dg.OpDefinition = build_anylaunch_op(
     "anylaunch_op",
     description="Launches the component named in its config with anylaunch.",
 )
+anylaunch_op.__doc__ = """Launches the component its config names and sees the app through.
+
+The op needs an :class:`AnylaunchResource` under the ``anylaunch`` key. Its
+:class:`AnylaunchOpConfig` names the component and its arguments and can replace the
+resource's scheduler and run options. It logs the dryrun request, launches the app, streams
+its logs into the step's log, waits, and outputs the app's final
+:class:`~anylaunch.specs.AppStatus`; a failed, cancelled or timed-out app fails the step with
+a ``dagster.Failure``. For an op with a fixed app or component, see :func:`build_anylaunch_op`.
+
+Example:
+    >>> import dagster as dg
+    >>> from dagster_anylaunch import AnylaunchResource, anylaunch_op
+    >>> anylaunch_op.name, sorted(anylaunch_op.required_resource_keys)
+    ('anylaunch_op', ['anylaunch'])
+    >>> @dg.job(resource_defs={"anylaunch": AnylaunchResource(scheduler="local_cwd")})
+    ... def hello_job():
+    ...     anylaunch_op()
+    >>> config = {"component": "utils.echo", "component_params": {"msg": "hi"}}
+    >>> checked = dg.validate_run_config(hello_job, {"ops": {"anylaunch_op": {"config": config}}})
+    >>> checked["ops"]["anylaunch_op"]["config"]["component_params"]
+    {'msg': 'hi'}
+
+    ``hello_job.execute_in_process(run_config=...)`` with that config then launches
+    ``utils.echo --msg hi`` on local_cwd and outputs its final status (state SUCCEEDED).
+"""

@@ -12,6 +12,10 @@ from tests.bad_input.conftest import SECRET, Case, assert_rejected
 APP = AppDef("a", [Role("w", ".", entrypoint="true")])
 
 
+# also run in each engine version's own environment (scripts/engine_envs.sh)
+pytestmark = pytest.mark.engine_matrix
+
+
 def _resource(**kwargs: Any) -> Any:
     from dagster_anylaunch import AnylaunchResource
 

@@ -9,6 +9,10 @@ import pytest
 HEAVY = ("airflow", "prefect", "kubernetes", "boto3", "botocore", "docker")
 
 
+# also run in each engine version's own environment (scripts/engine_envs.sh)
+pytestmark = pytest.mark.engine_matrix
+
+
 @pytest.mark.parametrize(
     "statement",
     [

@@ -22,6 +22,10 @@ from tests.schedulers.slurm.cluster import slurm_cluster as slurm_cluster  # a f
 UserLogs = Callable[[dg.DagsterInstance, str], List[str]]
 
 
+# also run in each engine version's own environment (scripts/engine_envs.sh)
+pytestmark = pytest.mark.engine_matrix
+
+
 def python_app(name: str, code: str, env: Optional[Dict[str, str]] = None) -> AppDef:
     role = Role("main", image=".", entrypoint=sys.executable, args=["-c", code])
     role.env.update(env or {})

@@ -23,6 +23,10 @@ from tests.integrations.flaky_apps import FAILS_ONCE, FIRST_FAILURE_IDS, FIRST_F
 FAST = AnylaunchResource(poll_interval_s=0.2)
 
 
+# also run in each engine version's own environment (scripts/engine_envs.sh)
+pytestmark = pytest.mark.engine_matrix
+
+
 def python_app(
     name: str, code: str, num_replicas: int = 1, env: Optional[Dict[str, str]] = None
 ) -> AppDef:

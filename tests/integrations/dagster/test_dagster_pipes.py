@@ -28,6 +28,10 @@ with open_dagster_pipes() as pipes:
 """
 
 
+# also run in each engine version's own environment (scripts/engine_envs.sh)
+pytestmark = pytest.mark.engine_matrix
+
+
 def pipes_app(out: Path, code: str = REPORTING_APP, env: Optional[Dict[str, str]] = None) -> AppDef:
     role = Role(
         "main",

@@ -18,6 +18,10 @@ from dagster_anylaunch.reap import build_anylaunch_reaper_sensor
 HERE = Path(__file__).resolve().parent
 
 
+# also run in each engine version's own environment (scripts/engine_envs.sh)
+pytestmark = pytest.mark.engine_matrix
+
+
 def _evaluate(sensor: dg.SensorDefinition, instance: dg.DagsterInstance) -> str:
     with dg.build_sensor_context(instance=instance) as context:
         result = sensor(context)

@@ -26,6 +26,10 @@ JOBS_FILE = str(HERE / "dagster_jobs.py")
 RESUME_RETRY = {"dagster/is_resume_retry": "true"}
 
 
+# also run in each engine version's own environment (scripts/engine_envs.sh)
+pytestmark = pytest.mark.engine_matrix
+
+
 def recon_slow_job() -> ReconstructableJob:
     return ReconstructableJob.for_file(JOBS_FILE, "slow_job")
 
@@ -132,7 +136,8 @@ def test_reexecution_reattaches_to_an_app_that_succeeded(
         logs = user_logs(persistent_instance, second.run_id)
     assert len(launched_apps()) == 1
     assert any(f"reattaching to app {app.app_handle} (SUCCEEDED)" in m for m in logs)
-    # a run tag lookup (the fallback for Dagster < 1.13) follows the same chain
+    # a run tag lookup (the fallback for a Dagster without launch handles, e.g. 1.13.0) follows
+    # the same chain
     child = persistent_instance.get_run_by_id(second.run_id)
     assert child is not None
     assert handle_from_run_tags(persistent_instance, child, "slow_step") == app.app_handle
@@ -197,3 +202,20 @@ def test_a_step_retry_launches_anew_when_the_app_failed(
     assert result.output_for_node("flaky") == second.app_handle
     logs = user_logs(instance, result.run_id)
     assert any(f"app {first.app_handle} of an earlier attempt ended FAILED" in m for m in logs)
+
+
+def test_the_run_tag_lookup_sees_tags_added_after_the_run_started(
+    instance: dg.DagsterInstance,
+) -> None:
+    # a step's context holds the run as it started: a retry of the step (same run) must still
+    # find the handle its earlier attempt tagged the run with since
+    @dg.job
+    def empty_job() -> None:
+        pass
+
+    started = instance.create_run_for_job(empty_job)
+    assert handle_from_run_tags(instance, started, "train") is None
+    instance.add_run_tags(started.run_id, {run_tag_key("train"): "local_cwd://s/train-1"})
+
+    assert run_tag_key("train") not in started.tags  # the stale copy a step would hold
+    assert handle_from_run_tags(instance, started, "train") == "local_cwd://s/train-1"

@@ -21,6 +21,10 @@ from anylaunch.specs import AppState
 HERE = Path(__file__).resolve().parent
 
 
+# also run in each engine version's own environment (scripts/engine_envs.sh)
+pytestmark = pytest.mark.engine_matrix
+
+
 def test_terminating_the_run_cancels_the_app(
     instance_dir: Path,
     persistent_instance: dg.DagsterInstance,

@@ -10,6 +10,9 @@ import pytest
 
 from tests.bad_input.conftest import SECRET, Case, assert_rejected
 
+# also run in each engine version's own environment (scripts/engine_envs.sh)
+pytestmark = pytest.mark.engine_matrix
+
 
 def _job(**kwargs: Any) -> Any:
     from prefect_anylaunch import AnylaunchJob

@@ -27,6 +27,10 @@ APP = specs.AppDef(
 )
 
 
+# also run in each engine version's own environment (scripts/engine_envs.sh)
+pytestmark = pytest.mark.engine_matrix
+
+
 @pytest.mark.parametrize(
     "given", [APP, appdef_to_dict(APP), appdef_to_yaml(APP)], ids=["AppDef", "dict", "yaml"]
 )

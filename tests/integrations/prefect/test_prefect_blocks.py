@@ -27,6 +27,7 @@ from prefect_anylaunch import (
 SLEEPER = "import time; print('started', flush=True); time.sleep(60)"
 
 
+@pytest.mark.engine_matrix
 def test_block_round_trip_keeps_the_secret_out_of_logs_and_artifacts(pf, tmp_path: Path) -> None:
     secret = f"tok-{uuid.uuid4().hex}"
     secret_log_dir = tmp_path / f"logs-{secret}"  # a secret run option: where logs go
@@ -82,6 +83,7 @@ def test_block_round_trip_keeps_the_secret_out_of_logs_and_artifacts(pf, tmp_pat
     assert leaks == []
 
 
+@pytest.mark.engine_matrix
 def test_blocks_register_from_the_entry_point(pf) -> None:
     from prefect.plugins import load_prefect_collections
 
@@ -164,6 +166,7 @@ def test_an_appdef_is_stored_as_data_and_dry_runs_offline() -> None:
     assert "echo hi" in job.dryrun_markdown(info)
 
 
+@pytest.mark.engine_matrix
 def test_sync_variants_work_outside_any_flow(pf) -> None:
     job = AnylaunchJob(app=pf.py_app("plain", "print('hello')"), poll_interval_s=0.2)
 
@@ -178,6 +181,7 @@ def test_sync_variants_work_outside_any_flow(pf) -> None:
     pf.wait_for_state(sleeper.app_handle, AppState.CANCELLED)
 
 
+@pytest.mark.engine_matrix
 def test_async_variants_in_an_async_flow(pf) -> None:
     token = uuid.uuid4().hex
     job = AnylaunchJob(app=pf.py_app("async-hello", f"print('{token}')"), poll_interval_s=0.2)

@@ -67,6 +67,7 @@ def _run_crash_hook_elsewhere(pf, flow_name: str, flow_run_id: Any) -> None:
     cancel_launched_apps(getattr(module, flow_name), flow_run, flow_run.state)
 
 
+@pytest.mark.engine_matrix
 def test_sigterm_during_run_app_cancels_the_app(pf) -> None:
     proc, _, handle = _start(pf, "run_app")
     _stop(proc, signal.SIGTERM)
@@ -74,6 +75,7 @@ def test_sigterm_during_run_app_cancels_the_app(pf) -> None:
     pf.wait_for_state(handle, AppState.CANCELLED)
 
 
+@pytest.mark.engine_matrix
 def test_a_crash_runs_the_hook_that_cancels_the_app(pf) -> None:
     proc, flow_run_id, handle = _start(pf, "hooks")
     _stop(proc, signal.SIGINT)

@@ -24,6 +24,7 @@ from tests.integrations.flaky_apps import FAILS_ONCE, FIRST_FAILURE_IDS, FIRST_F
 SLEEPER = "import time; print('started', flush=True); time.sleep(60)"
 
 
+@pytest.mark.engine_matrix
 def test_run_app_succeeds_and_its_lines_reach_the_run_log(pf) -> None:
     token = uuid.uuid4().hex
     app = pf.py_app(
@@ -55,6 +56,7 @@ def test_run_app_succeeds_and_its_lines_reach_the_run_log(pf) -> None:
     assert rows.count('"SUCCEEDED"') == 2, rows
 
 
+@pytest.mark.engine_matrix
 def test_failing_app_fails_the_flow_with_its_exit_code_and_stderr_tail(pf) -> None:
     token = uuid.uuid4().hex
     code = (
@@ -94,6 +96,7 @@ def test_our_run_timeout_cancels_the_app(pf) -> None:
     assert app.state == AppState.CANCELLED
 
 
+@pytest.mark.engine_matrix
 def test_a_prefect_flow_timeout_cancels_the_app(pf) -> None:
     job = AnylaunchJob(app=pf.py_app("slow", SLEEPER), poll_interval_s=0.5)
     state = run_app.with_options(timeout_seconds=4)(job, return_state=True)
@@ -106,6 +109,7 @@ def test_a_prefect_flow_timeout_cancels_the_app(pf) -> None:
     assert f"cancelling {app.app_handle}" in logs
 
 
+@pytest.mark.engine_matrix
 def test_a_retried_wait_attaches_to_the_same_app(pf) -> None:
     # each attempt gives up after 0.5 s without cancelling; the app needs 5 s
     code = "import time; time.sleep(5); print('done')"
@@ -145,6 +149,7 @@ def test_bad_input_fails_clearly_before_anything_is_launched(pf, job_fields, exp
     assert pf.launched_apps() == []
 
 
+@pytest.mark.engine_matrix
 def test_tasks_launch_wait_logs_and_cancel(pf) -> None:
     token = uuid.uuid4().hex
     done_job = AnylaunchJob(app=pf.py_app("talker", f"print('{token}')"), poll_interval_s=0.2)
@@ -198,6 +203,7 @@ def test_every_app_line_is_one_prefect_record(pf) -> None:
     assert app_records == [f"w/0 line{i}" for i in range(50)]
 
 
+@pytest.mark.engine_matrix
 def test_secrets_never_reach_logs_artifacts_results_or_errors(pf) -> None:
     """Masked everywhere: a value declared secret under a name no built-in pattern matches
     (CONN_STRING, in the settings block), and an env value of the app whose name says it is

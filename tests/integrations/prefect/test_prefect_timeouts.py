@@ -25,6 +25,7 @@ def _slurm_sleep(name: str, seconds: int) -> Dict[str, Any]:
     return {"name": name, "roles": [role]}
 
 
+@pytest.mark.engine_matrix
 def test_the_run_timeout_cancels_the_app(pf) -> None:
     run = AnylaunchJob(
         app=pf.py_app("overrun", SLEEPER), poll_interval_s=0.3, run_timeout_s=1
@@ -70,6 +71,7 @@ def test_the_startup_timeout_does_not_limit_a_running_app(pf) -> None:
     assert state.result()["state"] == "SUCCEEDED"
 
 
+@pytest.mark.engine_matrix
 def test_the_startup_timeout_cancels_an_app_that_never_starts(pf, slurm_cluster) -> None:
     job = AnylaunchJob(
         app=_slurm_sleep("held", 60),
