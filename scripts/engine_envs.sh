@@ -42,6 +42,7 @@ AIRFLOW_MATRIX=(
   "$A/test_sensor.py::test_sensor_waits_for_an_app_launched_upstream"
   "$A/test_retry.py::test_retry_after_a_crash_reattaches_to_the_running_app"
   "$A/test_trigger.py"
+  "$A/test_examples.py"
   "$A/test_provider.py::test_providers_manager_knows_the_link_hook_and_connection_type"
   "$A/test_provider.py::test_hook_reads_the_connection"
   "$A/test_bad_input_airflow.py"

@@ -11,8 +11,12 @@ for many apps at once through one :class:`AsyncChangeWaiter`.
 >>> import tempfile
 >>> from anylaunch.runner import get_runner
 >>> with tempfile.TemporaryDirectory() as state, get_runner(state_dir=state) as runner:
-...     wait_for_change(runner, "local_cwd://s/nothing-1", 0.0)
-False
+...     first = wait_for_change(runner, "local_cwd://s/nothing-1", 0.0)
+...     first, wait_for_change(runner, "local_cwd://s/nothing-1", 0.0)
+(True, False)
+
+(The first wait on an app returns at once: a change made before the watch began is not
+lost.)
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from anylaunch.schedulers.changes import _EVERYTHING, ChangeFeed, ManualChangeFeed
+from anylaunch.schedulers.changes import ChangeFeed, ManualChangeFeed
 from anylaunch.specs.api import parse_app_handle
 
 if TYPE_CHECKING:
@@ -121,6 +125,10 @@ class AsyncChangeWaiter:
         while not self._stop.is_set():
             with self._lock:
                 ids = list(self._waiting)
+                if not ids:  # nobody waits: end (the next wait starts a new thread)
+                    if self._thread is threading.current_thread():
+                        self._thread = None
+                    return
             if not _may_have_changed(self.feed, ids, self.tick, self._stop):
                 continue
             for app_id in ids:
@@ -138,18 +146,11 @@ def _may_have_changed(
 ) -> bool:
     """Blocks up to ``timeout`` seconds until one of ``app_ids`` may have a change pending,
     without consuming it (then each app is asked on its own). A :class:`ManualChangeFeed`
-    is watched through its condition (no cost while nothing changes); any other feed is
-    simply asked again after ``timeout``."""
-    if not isinstance(feed, ManualChangeFeed):
-        return not stop.wait(timeout)
-    wanted = set(app_ids)
-    condition, changed = feed._condition, feed._changed
-
-    def pending() -> bool:
-        return bool(changed) and (_EVERYTHING in changed or not wanted.isdisjoint(changed))
-
-    with condition:
-        return bool(wanted) and condition.wait_for(pending, timeout)
+    is watched through :meth:`~ManualChangeFeed.peek` (no cost while nothing changes); any
+    other feed is simply asked again after ``timeout``."""
+    if isinstance(feed, ManualChangeFeed):
+        return feed.peek(app_ids, timeout)
+    return not stop.wait(timeout)
 
 
 def _resolve(future: asyncio.Future[bool]) -> None:

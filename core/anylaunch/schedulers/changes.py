@@ -46,38 +46,76 @@ class ChangeFeed(abc.ABC):
 
 class ManualChangeFeed(ChangeFeed):
     """A feed fed by :meth:`notify` calls: the building block of real feeds, whose event
-    thread calls ``notify``, and a stand-in where changes are known in-process."""
+    thread calls ``notify``, and a stand-in where changes are known in-process.
 
-    def __init__(self) -> None:
+    Its memory is bounded: past ``max_tracked`` apps with a change nobody has taken yet
+    (a watch also reports apps nobody waits on), it forgets them and falls back to "every
+    app may have changed", which costs each waiter one extra poll instead of memory.
+
+    >>> feed = ManualChangeFeed()
+    >>> feed.notify_all()  # e.g. the event source reconnected: every app wakes, once
+    >>> feed.peek(["a"]), feed.wait(["a"], 0.0), feed.wait(["a"], 0.0)
+    (True, True, False)
+    """
+
+    def __init__(self, max_tracked: int = 10_000) -> None:
+        self.max_tracked = max_tracked
         self._changed: set[str] = set()
+        # after notify_all(): every app may have changed, except those that waited since
+        self._everything = False
+        self._caught_up: set[str] = set()
         self._condition = threading.Condition()
 
     def notify(self, app_id: str) -> None:
         """Records that ``app_id`` may have changed and wakes its waiters."""
         with self._condition:
-            self._changed.add(app_id)
+            if len(self._changed) >= self.max_tracked:
+                self._mark_everything()
+            else:
+                self._changed.add(app_id)
             self._condition.notify_all()
 
     def notify_all(self) -> None:
-        """Wakes every waiter (e.g. after a resync, or when the event source was lost)."""
+        """Wakes every waiter, and every app's next wait (e.g. after a resync, or when the
+        event source was lost)."""
         with self._condition:
-            self._changed.add(_EVERYTHING)
+            self._mark_everything()
             self._condition.notify_all()
 
     def wait(self, app_ids: Collection[str], timeout: float) -> bool:
         wanted = set(app_ids)
-
-        def changed() -> bool:
-            return _EVERYTHING in self._changed or not wanted.isdisjoint(self._changed)
-
         with self._condition:
-            woken = self._condition.wait_for(changed, timeout=max(0.0, timeout))
+            woken = self._condition.wait_for(
+                lambda: self._pending(wanted), timeout=max(0.0, timeout)
+            )
             if woken:
-                self._changed -= wanted
-                if not self._changed - {_EVERYTHING}:
-                    self._changed.discard(_EVERYTHING)
+                self._take(wanted)
             return woken
 
+    def peek(self, app_ids: Collection[str], timeout: float = 0.0) -> bool:
+        """Like :meth:`wait`, but leaves the change pending (for a dispatcher that then
+        asks for each app on its own). True if one of ``app_ids`` has a change pending."""
+        wanted = set(app_ids)
+        with self._condition:
+            return bool(wanted) and self._condition.wait_for(
+                lambda: self._pending(wanted), timeout=max(0.0, timeout)
+            )
 
-#: a marker in the changed set meaning "every app may have changed"
-_EVERYTHING = "\0*"
+    def _pending(self, wanted: set[str]) -> bool:
+        if self._everything and not wanted <= self._caught_up:
+            return True
+        return not wanted.isdisjoint(self._changed)
+
+    def _take(self, wanted: set[str]) -> None:
+        self._changed -= wanted
+        if self._everything:
+            self._caught_up |= wanted
+            if len(self._caught_up) >= self.max_tracked:
+                # the apps still behind learn of it on their next poll (one interval late)
+                self._everything = False
+                self._caught_up.clear()
+
+    def _mark_everything(self) -> None:
+        self._everything = True
+        self._caught_up.clear()
+        self._changed.clear()

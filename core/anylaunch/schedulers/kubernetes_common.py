@@ -35,10 +35,12 @@ before it creates the other replicas.
 from __future__ import annotations
 
 import abc
+import contextlib
 import logging
 import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from datetime import datetime, timezone
 from typing import Any, ClassVar, TypeVar
 
@@ -111,7 +113,7 @@ from anylaunch.schedulers.kubernetes_state import (
     pending_reason,
     pod_replica_state,
 )
-from anylaunch.schedulers.kubernetes_watch import KubeWatch, acquire, release
+from anylaunch.schedulers.kubernetes_watch import KubeWatch, OwnWrite, acquire, release
 from anylaunch.schedulers.shared import (
     RANK0_ENV,
     aggregate_replica_states,
@@ -486,13 +488,15 @@ class KubernetesSchedulerBase(DockerWorkspaceMixin, Scheduler[Mapping[str, CfgVa
             return
         namespace, name = parsed
         client = self.client()
-        record = client.patch(
-            "v1",
-            "ConfigMap",
-            namespace,
-            name,
-            {"metadata": {"annotations": {ANNOTATION_CANCELLED: utc_now()}}},
-        )
+        with self._own_write(namespace, name) as write:
+            record = client.patch(
+                "v1",
+                "ConfigMap",
+                namespace,
+                name,
+                {"metadata": {"annotations": {ANNOTATION_CANCELLED: utc_now()}}},
+            )
+            write.done(None if record is None else record["metadata"].get("resourceVersion"))
         if record is None:
             return
         mode = record["metadata"].get("labels", {}).get(LABEL_MODE, "")
@@ -515,7 +519,17 @@ class KubernetesSchedulerBase(DockerWorkspaceMixin, Scheduler[Mapping[str, CfgVa
         record = client.get("v1", "ConfigMap", namespace, name)
         mode = (record or {}).get("metadata", {}).get("labels", {}).get(LABEL_MODE, "")
         self._delete_workloads(namespace, name, mode)
-        client.delete("v1", "ConfigMap", namespace, name, "Background")
+        with self._own_write(namespace, name) as write:
+            client.delete("v1", "ConfigMap", namespace, name, "Background")
+            write.done(deleted=True)
+
+    def _own_write(self, namespace: str, name: str) -> AbstractContextManager[OwnWrite]:
+        """Around a write to an app record: this process reads it back from the API server
+        until the shared watch (if any) has delivered it."""
+        watch = self._watch
+        if watch is None:
+            return contextlib.nullcontext(OwnWrite())
+        return watch.own_write(namespace, name)
 
     def delete(self, app_id: str) -> None:
         """Deletes the app (its workload, pods and record); a no-op for an unknown app."""

@@ -12,7 +12,9 @@ drivers wait on.
 While a namespace's watches are connected and synced, :meth:`KubeWatch.views` answers
 describes from the cache (no API request, whatever the number of apps); when a watch is
 down the answer is None and the scheduler lists as before (ordinary polling), and waiters
-fall back to their poll interval. Watches are shared process-wide (:func:`acquire`) and
+fall back to their poll interval. A process reads its own writes: after the scheduler
+patched or deleted an app record (:meth:`KubeWatch.own_write`), that app is listed from the
+API server until the watch has delivered the write. Watches are shared process-wide (:func:`acquire`) and
 stopped when their last user releases them.
 """
 
@@ -35,7 +37,16 @@ from anylaunch.schedulers.kubernetes_client import (
 from anylaunch.schedulers.kubernetes_names import LABEL_APP_ID, LABEL_MODE, parse_app_id
 from anylaunch.schedulers.kubernetes_state import AppView
 
-__all__ = ["RESYNC_S", "WATCH_S", "KubeChangeFeed", "KubeWatch", "acquire", "release"]
+__all__ = [
+    "OWN_WRITE_S",
+    "RESYNC_S",
+    "WATCH_S",
+    "KubeChangeFeed",
+    "KubeWatch",
+    "OwnWrite",
+    "acquire",
+    "release",
+]
 
 _log = logging.getLogger(__name__)
 
@@ -45,6 +56,9 @@ RESYNC_S = 300.0
 WATCH_S = 240
 #: Longest wait between reconnection attempts of a broken watch.
 MAX_BACKOFF_S = 30.0
+#: Longest time an own write waits to be seen by the watch before the cache is trusted
+#: again (a connected watch delivers within seconds; a broken one is not used anyway).
+OWN_WRITE_S = 60.0
 
 _Kind = tuple[str, str]
 _RECORD: _Kind = ("v1", "ConfigMap")
@@ -116,6 +130,11 @@ class _KindWatch:
         with self.owner.lock:
             old, self.objects = self.objects, fresh
             self._version = (answer.get("metadata") or {}).get("resourceVersion")
+            if self.kind == _RECORD:
+                for namespace, name in list(self.owner._writes):
+                    if namespace == self.namespace:
+                        obj = fresh.get(name)
+                        self.owner._saw_record(namespace, name, _version_of(obj), obj is None)
             self._listed_at = time.monotonic()
             if self.unserved:
                 self.healthy = True  # nothing to watch: the empty cache is current
@@ -172,6 +191,8 @@ class _KindWatch:
             else:
                 self.objects[name] = obj
             self._version = version or self._version
+            if self.kind == _RECORD:
+                self.owner._saw_record(self.namespace, name, version, kind == "DELETED")
         app = _app_of(obj)
         if app:
             self.owner.feed.notify(f"{self.namespace}:{app}")
@@ -229,6 +250,26 @@ def _version_of(obj: dict[str, Any] | None) -> str | None:
     return None if obj is None else (obj.get("metadata") or {}).get("resourceVersion")
 
 
+class OwnWrite:
+    """A write to an app record that the record watch may not have delivered yet."""
+
+    def __init__(self) -> None:
+        self.deadline = time.monotonic() + OWN_WRITE_S
+        self.version: str | None = None  # the record's version after the write
+        self.deleted = False  # the write deleted the record
+        self.seen: set[str] = set()  # versions delivered since the write began
+        self.seen_deleted = False
+
+    def delivered(self) -> bool:
+        if self.deleted:
+            return self.seen_deleted
+        return self.version is not None and self.version in self.seen
+
+    def done(self, version: str | None = None, *, deleted: bool = False) -> None:
+        """Records the write's outcome: the record's new ``version``, or that it was deleted."""
+        self.version, self.deleted = version, deleted
+
+
 class KubeWatch:
     """The shared watches of one API server and label selector, by namespace and kind.
 
@@ -244,6 +285,56 @@ class KubeWatch:
         self.stopped = threading.Event()
         self.feed = KubeChangeFeed(self)
         self._kinds: dict[tuple[str, _Kind], _KindWatch] = {}
+        # (namespace, record name) -> this process's write the watch has not delivered yet
+        self._writes: dict[tuple[str, str], OwnWrite] = {}
+
+    @contextlib.contextmanager
+    def own_write(self, namespace: str, name: str) -> Iterator[OwnWrite]:
+        """Around a write to the app record ``name``: until the watch delivers it (or
+        :data:`OWN_WRITE_S` pass), the app is read from the API server, not the cache, so the
+        writer reads its own write. Call ``.done(version)`` or ``.done(deleted=True)`` on the
+        yielded object once the write succeeded; a write that raised, or wrote nothing (no
+        ``done`` call with a version), is forgotten.
+        """
+        write = OwnWrite()
+        with self.lock:
+            self._writes[(namespace, name)] = write
+        try:
+            yield write
+        except BaseException:
+            with self.lock:
+                if self._writes.get((namespace, name)) is write:
+                    del self._writes[(namespace, name)]
+            raise
+        nothing_written = write.version is None and not write.deleted
+        with self.lock:
+            if (nothing_written or write.delivered()) and self._writes.get(
+                (namespace, name)
+            ) is write:
+                del self._writes[(namespace, name)]
+
+    def _pending_write(self, namespace: str, name: str) -> bool:
+        """True while an own write to the record is not in the cache yet (under the lock)."""
+        write = self._writes.get((namespace, name))
+        if write is None:
+            return False
+        if write.delivered() or time.monotonic() > write.deadline:
+            del self._writes[(namespace, name)]
+            return False
+        return True
+
+    def _saw_record(self, namespace: str, name: str, version: str | None, gone: bool) -> None:
+        """The record watch delivered ``name`` at ``version`` (or its deletion; under the
+        lock)."""
+        write = self._writes.get((namespace, name))
+        if write is None:
+            return
+        if gone:
+            write.seen_deleted = True
+        elif version is not None:
+            write.seen.add(version)
+        if write.delivered():
+            del self._writes[(namespace, name)]
 
     def ensure(self, namespace: str, kinds: Collection[_Kind] = ()) -> bool:
         """Starts the watches of ``namespace`` (records, pods and ``kinds``) that are not
@@ -278,6 +369,10 @@ class KubeWatch:
         with self.lock:
             records = self._kinds[(namespace, _RECORD)].objects
             wanted = list(records) if names is None else [n for n in names if n in records]
+            if self._writes:  # apps this process just wrote: listed (read your writes)
+                if names is None and any(self._pending_write(namespace, n) for n in records):
+                    return None
+                wanted = [n for n in wanted if not self._pending_write(namespace, n)]
             views: dict[str, AppView] = {}
             for name in wanted:
                 record = records[name]
@@ -304,6 +399,8 @@ class KubeWatch:
         if not self.ensure(namespace):
             return False, None
         with self.lock:
+            if self._pending_write(namespace, name):
+                return False, None
             return True, self._kinds[(namespace, _RECORD)].objects.get(name)
 
     def pods(self, namespace: str, labels: dict[str, str]) -> list[dict[str, Any]] | None:

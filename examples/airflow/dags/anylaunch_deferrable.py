@@ -7,7 +7,10 @@ killing the deferred task cancels the app too.
 
 from datetime import datetime, timedelta
 
-from airflow.sdk import DAG
+try:  # Airflow 3
+    from airflow.sdk import DAG
+except ImportError:  # Airflow 2.10/2.11
+    from airflow import DAG
 
 from airflow_anylaunch.operators import AnylaunchOperator
 

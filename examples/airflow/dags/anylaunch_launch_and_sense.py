@@ -7,7 +7,11 @@ status). The handle stays valid across processes and retries.
 
 from datetime import datetime
 
-from airflow.sdk import DAG, task
+try:  # Airflow 3
+    from airflow.sdk import DAG, task
+except ImportError:  # Airflow 2.10/2.11
+    from airflow import DAG
+    from airflow.decorators import task
 
 from airflow_anylaunch.operators import AnylaunchOperator
 from airflow_anylaunch.sensors import AnylaunchAppSensor

@@ -8,7 +8,10 @@ The app's two replicas print a few lines each; they stream into the task log as
 import sys
 from datetime import datetime
 
-from airflow.sdk import DAG
+try:  # Airflow 3
+    from airflow.sdk import DAG
+except ImportError:  # Airflow 2.10/2.11
+    from airflow import DAG
 
 import anylaunch.specs as specs
 from airflow_anylaunch.operators import AnylaunchOperator

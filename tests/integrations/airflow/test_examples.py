@@ -4,9 +4,6 @@ from typing import Any, Callable, List
 
 import pytest
 
-# the example DAGs are written for Airflow 3 (``from airflow.sdk import DAG, task``)
-pytest.importorskip("airflow.sdk", reason="the example DAGs import airflow.sdk (Airflow 3)")
-
 
 def test_sync_example_streams_every_replica_into_the_task_log(
     airflow: Any, apps: Callable[[], List[Any]], capfd: pytest.CaptureFixture[str]

@@ -4,6 +4,7 @@ connection, and while it is down describes fall back to list calls."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -147,3 +148,49 @@ def test_while_the_watch_is_down_describes_fall_back_to_list_calls(
     finally:
         _cleanup(scheduler, kube_namespace, session_name)
         scheduler.close()
+
+
+def test_a_process_reads_its_own_cancel_and_delete_while_the_watch_lags(
+    watched: KubernetesScheduler,
+    kube_namespace: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The cache only learns of a write when the watch delivers it; until then the writer's
+    own describes go to the API server, so a cancel reads back CANCELLED and a delete None,
+    at once. The record watch is held back here (its events wait on a gate) to make the lag
+    certain rather than a race."""
+    app_id = watched.submit(sleeper(300), {**CFG, "namespace": kube_namespace})
+    name = app_id.split(":")[1]
+    watch = _watch(watched)
+    wait_for(
+        lambda: (d := watched.describe(app_id)) is not None and d.state == AppState.RUNNING,
+        120,
+        "the app to run",
+    )
+    assert watch.record(kube_namespace, name)[0] is True  # served from the cache
+    (record_watch,) = [
+        w for w in watch.kind_watches(kube_namespace) if w.kind == ("v1", "ConfigMap")
+    ]
+    gate = threading.Event()
+    apply = record_watch._apply
+
+    def held_back(kind: str, obj: dict[str, Any]) -> None:
+        gate.wait(300)
+        apply(kind, obj)
+
+    monkeypatch.setattr(record_watch, "_apply", held_back)
+    try:
+        watched.cancel(app_id)
+        assert record_watch.objects[name]["metadata"].get("annotations") in (None, {})
+        cancelled = watched.describe(app_id)
+        assert cancelled is not None and cancelled.state == AppState.CANCELLED
+        watched.delete(app_id)
+        assert name in record_watch.objects  # the cache still has it
+        assert watched.describe(app_id) is None
+        assert watch.record(kube_namespace, name) == (False, None)
+    finally:
+        gate.set()
+    # once the watch delivered the deletion, the cache is trusted again
+    wait_for(lambda: not watch._writes, 120, "the watch to deliver the writes")
+    assert name not in record_watch.objects
+    assert watched.describe(app_id) is None
