@@ -34,7 +34,18 @@ from anylaunch.specs.api import parse_app_handle
 if TYPE_CHECKING:
     from anylaunch.runner.api import Runner
 
-__all__ = ["AsyncChangeWaiter", "change_feed_of", "scheduler_change_feed", "wait_for_change"]
+__all__ = [
+    "TICK_S",
+    "AsyncChangeWaiter",
+    "await_on_feed",
+    "change_feed_of",
+    "scheduler_change_feed",
+    "wait_for_change",
+    "wait_on_feed",
+]
+
+#: Longest gap between two ``tick`` calls of a wait (how late a forwarded log line can be).
+TICK_S = 0.05
 
 
 def scheduler_change_feed(runner: Runner, scheduler: str) -> ChangeFeed | None:
@@ -58,15 +69,80 @@ def wait_for_change(
     after: float,
     *,
     sleep: Callable[[float], None] = time.sleep,
+    tick: Callable[[], None] | None = None,
+    tick_s: float = TICK_S,
 ) -> bool:
     """Waits up to ``after`` seconds for the app to change (per its scheduler's feed); True
     if woken by a change, False when the time ran out (or the scheduler has no feed: then
-    this is ``sleep(after)``)."""
+    this is ``sleep(after)``).
+
+    Args:
+        tick: called at least every ``tick_s`` seconds while waiting and once at the end
+            (e.g. to forward the app's log lines from the waiting thread)
+    """
     feed, app_id = change_feed_of(runner, app_handle)
-    if feed is None:
-        sleep(after)
-        return False
-    return feed.wait([app_id], after)
+    return wait_on_feed(feed, app_id, after, sleep=sleep, tick=tick, tick_s=tick_s)
+
+
+def wait_on_feed(
+    feed: ChangeFeed | None,
+    app_id: str,
+    after: float,
+    *,
+    sleep: Callable[[float], None] = time.sleep,
+    tick: Callable[[], None] | None = None,
+    tick_s: float = TICK_S,
+) -> bool:
+    """:func:`wait_for_change` on a feed already found (None: no feed, sleep).
+
+    >>> feed = ManualChangeFeed()
+    >>> feed.notify("app-1")
+    >>> ticks = []
+    >>> wait_on_feed(feed, "app-1", 60.0, tick=lambda: ticks.append(1)), len(ticks) >= 1
+    (True, True)
+    >>> wait_on_feed(None, "app-1", 0.0)
+    False
+    """
+    if tick is None:
+        if feed is None:
+            sleep(after)
+            return False
+        return feed.wait([app_id], after)
+    deadline = time.monotonic() + max(0.0, after)
+    while True:
+        tick()
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return False
+        step = min(remaining, tick_s)
+        if feed is None:
+            sleep(step)
+        elif feed.wait([app_id], step):
+            tick()
+            return True
+
+
+async def await_on_feed(
+    feed: ChangeFeed | None,
+    app_id: str,
+    after: float,
+    *,
+    tick: Callable[[], None] | None = None,
+    tick_s: float = TICK_S,
+) -> bool:
+    """:func:`wait_on_feed` for an event loop: sleeps ``tick_s`` at a time and asks the
+    feed without blocking in between (find the feed off the loop, with
+    :func:`change_feed_of`)."""
+    deadline = time.monotonic() + max(0.0, after)
+    while True:
+        if tick is not None:
+            tick()
+        if feed is not None and feed.wait([app_id], 0.0):
+            return True
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return False
+        await asyncio.sleep(min(remaining, tick_s))
 
 
 class AsyncChangeWaiter:

@@ -11,64 +11,42 @@ import contextlib
 import errno
 import os
 import select
-import sys
 import time
 from collections.abc import Callable, Iterable, Iterator
 from types import TracebackType
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    import ctypes
+from anylaunch.schedulers.inotify import (
+    IN_ATTRIB,
+    IN_CLOSE_WRITE,
+    IN_CREATE,
+    IN_DELETE_SELF,
+    IN_MODIFY,
+    IN_MOVE_SELF,
+    IN_MOVED_TO,
+    add_watch,
+    inotify_init,
+)
 
 __all__ = ["ChangeWaiter", "follow", "iter_lines"]
 
-_IN_MODIFY = 0x002
-_IN_ATTRIB = 0x004
-_IN_CLOSE_WRITE = 0x008
-_IN_MOVED_TO = 0x080
-_IN_CREATE = 0x100
-_IN_DELETE_SELF = 0x400
-_IN_MOVE_SELF = 0x800
-_IN_NONBLOCK = os.O_NONBLOCK
-_IN_CLOEXEC = 0o2000000
-_FILE_MASK = _IN_MODIFY | _IN_ATTRIB | _IN_CLOSE_WRITE | _IN_DELETE_SELF | _IN_MOVE_SELF
-_DIR_MASK = _IN_CREATE | _IN_MOVED_TO | _IN_CLOSE_WRITE | _IN_MODIFY | _IN_DELETE_SELF
+_FILE_MASK = IN_MODIFY | IN_ATTRIB | IN_CLOSE_WRITE | IN_DELETE_SELF | IN_MOVE_SELF
+_DIR_MASK = IN_CREATE | IN_MOVED_TO | IN_CLOSE_WRITE | IN_MODIFY | IN_DELETE_SELF
 
 MIN_POLL_S = 0.002
 MAX_POLL_S = 0.05
 
-_libc: ctypes.CDLL | None = None
-
-
-def _load_libc() -> ctypes.CDLL | None:
-    global _libc
-    if _libc is None and sys.platform.startswith("linux"):
-        import ctypes  # only where inotify can be used
-
-        try:
-            lib = ctypes.CDLL(None, use_errno=True)  # the running process's libc symbols
-            lib.inotify_init1.argtypes = [ctypes.c_int]
-            lib.inotify_add_watch.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_uint32]
-            _libc = lib
-        except (OSError, AttributeError):
-            return None
-    return _libc
-
 
 def _inotify_open(paths: Iterable[str]) -> int | None:
     """An inotify fd watching ``paths`` (a missing path: its directory), or None."""
-    libc = _load_libc()
-    if libc is None:
-        return None
+    fd = inotify_init()
+    if fd < 0:
+        return None  # not Linux, or e.g. EMFILE: the user ran out of inotify instances
     import ctypes
 
-    fd = int(libc.inotify_init1(_IN_NONBLOCK | _IN_CLOEXEC))
-    if fd < 0:
-        return None  # e.g. EMFILE: the user ran out of inotify instances
     watched = 0
     for path in paths:
         for target, mask in ((path, _FILE_MASK), (os.path.dirname(path) or ".", _DIR_MASK)):
-            if libc.inotify_add_watch(fd, os.fsencode(target), mask) >= 0:
+            if add_watch(fd, target, mask) >= 0:
                 watched += 1
                 break
             if ctypes.get_errno() != errno.ENOENT:

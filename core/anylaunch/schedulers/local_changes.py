@@ -34,14 +34,28 @@ from __future__ import annotations
 import contextlib
 import os
 import select
-import struct
 import threading
 import time
 from collections.abc import Collection
 
 from anylaunch.schedulers import local_state as ls
 from anylaunch.schedulers.changes import ManualChangeFeed
-from anylaunch.schedulers.file_tail import _load_libc
+from anylaunch.schedulers.inotify import (
+    EVENT,
+    IN_ATTRIB,
+    IN_CLOSE_WRITE,
+    IN_CREATE,
+    IN_DELETE,
+    IN_DELETE_SELF,
+    IN_IGNORED,
+    IN_MOVE_SELF,
+    IN_MOVED_FROM,
+    IN_MOVED_TO,
+    IN_ONLYDIR,
+    add_watch,
+    inotify_init,
+    rm_watch,
+)
 
 __all__ = ["FORGET_AFTER_S", "LocalChangeFeed", "feed_for"]
 
@@ -50,34 +64,21 @@ FORGET_AFTER_S = 300.0
 #: How often the polling fallback stats the watched apps' state files.
 DEFAULT_POLL_INTERVAL_S = 0.05
 
-_IN_MODIFY = 0x002
-_IN_ATTRIB = 0x004
-_IN_CLOSE_WRITE = 0x008
-_IN_MOVED_FROM = 0x040
-_IN_MOVED_TO = 0x080
-_IN_CREATE = 0x100
-_IN_DELETE = 0x200
-_IN_DELETE_SELF = 0x400
-_IN_MOVE_SELF = 0x800
-_IN_IGNORED = 0x8000
-_IN_ONLYDIR = 0x01000000
-_IN_CLOEXEC = 0o2000000
 # on an app's directory: its files appearing (by rename or creation), written, removed
 _APP_MASK = (
-    _IN_MOVED_TO
-    | _IN_CREATE
-    | _IN_CLOSE_WRITE
-    | _IN_ATTRIB
-    | _IN_DELETE
-    | _IN_DELETE_SELF
-    | _IN_MOVE_SELF
-    | _IN_ONLYDIR
+    IN_MOVED_TO
+    | IN_CREATE
+    | IN_CLOSE_WRITE
+    | IN_ATTRIB
+    | IN_DELETE
+    | IN_DELETE_SELF
+    | IN_MOVE_SELF
+    | IN_ONLYDIR
 )
 # on the state root: apps appearing or going (an app waited on before it existed)
-_ROOT_MASK = _IN_MOVED_TO | _IN_CREATE | _IN_MOVED_FROM | _IN_DELETE | _IN_ONLYDIR
+_ROOT_MASK = IN_MOVED_TO | IN_CREATE | IN_MOVED_FROM | IN_DELETE | IN_ONLYDIR
 # the files of an app dir whose change may change what describe says
 _STATE_NAMES = frozenset({ls.STATE_FILE, ls.SUPERVISOR_FILE, ls.CANCEL_FILE, ls.REQUEST_FILE})
-_EVENT = struct.Struct("iIII")  # struct inotify_event: wd, mask, cookie, len (then the name)
 
 
 class _Watched:
@@ -176,9 +177,9 @@ class LocalChangeFeed(ManualChangeFeed):
             self._forget_inherited()
         self._pid = os.getpid()
         if self._use_inotify:
-            self._inotify = _inotify_init()
+            self._inotify = inotify_init()
             if self._inotify >= 0:
-                self._root_wd = _add_watch(self._inotify, self.root, _ROOT_MASK)
+                self._root_wd = add_watch(self._inotify, self.root, _ROOT_MASK)
         self._wake_r, self._wake_w = os.pipe()
         for fd in (self._wake_r, self._wake_w):
             os.set_inheritable(fd, False)
@@ -211,7 +212,7 @@ class LocalChangeFeed(ManualChangeFeed):
         watched = self._apps[app_id] = _Watched()
         app_dir = os.path.join(self.root, app_id)
         if self._inotify >= 0:
-            watched.wd = _add_watch(self._inotify, app_dir, _APP_MASK)
+            watched.wd = add_watch(self._inotify, app_dir, _APP_MASK)
             if watched.wd >= 0:
                 self._by_wd[watched.wd] = app_id
         # an app without a watch (no inotify, or no watches left: ENOSPC) is polled
@@ -254,7 +255,7 @@ class LocalChangeFeed(ManualChangeFeed):
         if watched.wd >= 0:
             self._by_wd.pop(watched.wd, None)
             if self._inotify >= 0:
-                _rm_watch(self._inotify, watched.wd)
+                rm_watch(self._inotify, watched.wd)
         if watched.pidfd >= 0:
             self._by_pidfd.pop(watched.pidfd, None)
             os.close(watched.pidfd)
@@ -320,10 +321,10 @@ class LocalChangeFeed(ManualChangeFeed):
         everything = False
         with self._lock:
             pos = 0
-            while pos + _EVENT.size <= len(data):
-                wd, mask, _, length = _EVENT.unpack_from(data, pos)
-                name = data[pos + _EVENT.size : pos + _EVENT.size + length].rstrip(b"\0")
-                pos += _EVENT.size + length
+            while pos + EVENT.size <= len(data):
+                wd, mask, _, length = EVENT.unpack_from(data, pos)
+                name = data[pos + EVENT.size : pos + EVENT.size + length].rstrip(b"\0")
+                pos += EVENT.size + length
                 if wd == -1:  # IN_Q_OVERFLOW: events were lost, wake everyone
                     everything = True
                 elif wd == self._root_wd:
@@ -332,9 +333,9 @@ class LocalChangeFeed(ManualChangeFeed):
                         changed.add(entry)  # appeared or went: re-watch it
                         self._rewatch(entry)
                 elif (app_id := self._by_wd.get(wd)) is not None:
-                    if mask & (_IN_IGNORED | _IN_DELETE_SELF | _IN_MOVE_SELF):
+                    if mask & (IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF):
                         changed.add(app_id)
-                        if mask & _IN_IGNORED:  # (its directory went): polled from now
+                        if mask & IN_IGNORED:  # (its directory went): polled from now
                             self._by_wd.pop(wd, None)
                             watched = self._apps[app_id]
                             watched.wd = -1
@@ -349,7 +350,7 @@ class LocalChangeFeed(ManualChangeFeed):
     def _rewatch(self, app_id: str) -> None:
         watched = self._apps[app_id]
         if watched.wd < 0 and self._inotify >= 0:
-            watched.wd = _add_watch(self._inotify, os.path.join(self.root, app_id), _APP_MASK)
+            watched.wd = add_watch(self._inotify, os.path.join(self.root, app_id), _APP_MASK)
             if watched.wd >= 0:
                 self._by_wd[watched.wd] = app_id
         self._arm_pidfd(app_id, watched)
@@ -413,29 +414,6 @@ def _signature(app_dir: str) -> tuple[int, int, int] | None:
     except OSError:
         return None
     return (st.st_ino, st.st_mtime_ns, st.st_size)
-
-
-def _inotify_init() -> int:
-    libc = _load_libc()
-    if libc is None:
-        return -1
-    try:
-        return int(libc.inotify_init1(os.O_NONBLOCK | _IN_CLOEXEC))
-    except (OSError, AttributeError):
-        return -1
-
-
-def _add_watch(fd: int, path: str, mask: int) -> int:
-    libc = _load_libc()
-    if libc is None:
-        return -1
-    return int(libc.inotify_add_watch(fd, os.fsencode(path), mask))
-
-
-def _rm_watch(fd: int, wd: int) -> None:
-    libc = _load_libc()
-    if libc is not None:
-        libc.inotify_rm_watch(fd, wd)  # (EINVAL if the kernel removed it already: fine)
 
 
 _feeds: dict[str, LocalChangeFeed] = {}

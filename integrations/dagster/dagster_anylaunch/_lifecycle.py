@@ -28,6 +28,7 @@ from anylaunch.runner.failures import (
 from anylaunch.runner.lines import LineBuffer
 from anylaunch.runner.outcome import error_details, failure_summary
 from anylaunch.runner.reap import owner_id
+from anylaunch.runner.wake import wait_for_change
 from anylaunch.runner.watch import Done, Poll, PollError, WatchPolicy
 from anylaunch.specs.api import NONE, AppDef, AppHandle, AppState, AppStatus, Workspace
 from anylaunch.specs.errors import AnylaunchError, UnknownAppException
@@ -294,13 +295,21 @@ class _Streams:
         """Logs lines as they arrive for ``seconds``, then whatever is already queued."""
         deadline = time.monotonic() + max(seconds, 0.0)
         while True:
-            self._tell_errors()
-            for line in self._lines.take():
-                self._context.log.info(line)
+            self._forward()
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return
             time.sleep(min(remaining, 0.05))
+
+    def wait_for_change(self, runner: Runner, seconds: float) -> None:
+        """Like :meth:`pump`, but returns early when the scheduler's change feed says the
+        app changed (the caller polls again)."""
+        wait_for_change(runner, self._handle, max(seconds, 0.0), tick=self._forward)
+
+    def _forward(self) -> None:
+        self._tell_errors()
+        for line in self._lines.take():
+            self._context.log.info(line)
 
     def drain(self, timeout: float) -> None:
         """Logs the rest of the app's output, waiting up to ``timeout`` for the streams."""
@@ -550,7 +559,7 @@ class AppWatch:
             if policy.started:
                 streams.start()
             if isinstance(decision, Poll):
-                streams.pump(decision.after)
+                streams.wait_for_change(runner, decision.after)
                 continue
             if isinstance(decision, Done):
                 return decision.status

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from anylaunch.runner.lines import LineBuffer
 from anylaunch.runner.outcome import failure_summary
+from anylaunch.runner.wake import await_on_feed, change_feed_of, wait_on_feed
 from anylaunch.runner.watch import (
     Done,
     Lost,
@@ -38,6 +39,7 @@ from prefect_anylaunch.errors import (
 
 if TYPE_CHECKING:
     from anylaunch.runner import LogPump, Runner
+    from anylaunch.schedulers.changes import ChangeFeed
 
 __all__ = ["DRAIN_TIMEOUT_S", "Waiter", "masked_status", "replica_rows"]
 
@@ -157,6 +159,10 @@ class Waiter:
         self._notes: queue.SimpleQueue[tuple[int, str]] = queue.SimpleQueue()
         self._pump: LogPump | None = None
         self._pump_tried = False
+        # the scheduler's change feed, found by the first step (off any event loop)
+        self._feed: ChangeFeed | None = None
+        self._app_id = ""
+        self._feed_found = False
 
     # --- polling (may block: call from any thread) -------------------------------------
 
@@ -168,6 +174,9 @@ class Waiter:
             AnylaunchAppTimeoutError: a timeout expired (the app was cancelled if configured)
             AnylaunchAppLostError: the app vanished, or its scheduler kept failing
         """
+        if not self._feed_found:
+            self._feed, self._app_id = change_feed_of(self._runner, self.app_handle)
+            self._feed_found = True
         try:
             observation: AppStatus | PollError | None = self._runner.status(self.app_handle)
         except Exception as e:  # the policy decides whether retrying can help
@@ -241,35 +250,26 @@ class Waiter:
     # --- forwarding (call from the thread that may log) ----------------------------------
 
     def pause(self, seconds: float) -> None:
-        """Sleeps ``seconds``, logging the app's lines as they arrive."""
-        deadline = time.monotonic() + seconds
-        while (remaining := deadline - time.monotonic()) > 0:
-            self._emit()
-            time.sleep(min(remaining, 0.05))
-        self._emit()
+        """Waits up to ``seconds``, logging the app's lines as they arrive; returns early
+        when the scheduler's change feed says the app changed (the next step polls)."""
+        wait_on_feed(self._feed, self._app_id, seconds, tick=self._emit)
 
     async def apause(self, seconds: float) -> None:
-        """Async :meth:`pause`: forwards lines every 0.05 s while sleeping."""
-        import anyio
-
-        deadline = time.monotonic() + seconds
-        while (remaining := deadline - time.monotonic()) > 0:
-            self._emit()
-            await anyio.sleep(min(remaining, 0.05))
-        self._emit()
+        """Async :meth:`pause`: forwards lines every 0.05 s while it waits."""
+        await await_on_feed(self._feed, self._app_id, seconds, tick=self._emit)
 
     def drain(self, timeout_s: float = DRAIN_TIMEOUT_S) -> None:
         """After the end: logs the rest of the lines (waiting at most ``timeout_s``)."""
         deadline = time.monotonic() + timeout_s
         while not self._pump_done() and time.monotonic() < deadline:
-            self.pause(0.1)
+            wait_on_feed(None, self._app_id, 0.1, tick=self._emit)  # the app is over
         self._finish_drain()
 
     async def adrain(self, timeout_s: float = DRAIN_TIMEOUT_S) -> None:
         """Async :meth:`drain`."""
         deadline = time.monotonic() + timeout_s
         while not self._pump_done() and time.monotonic() < deadline:
-            await self.apause(0.1)
+            await await_on_feed(None, self._app_id, 0.1, tick=self._emit)  # the app is over
         self._finish_drain()
 
     def _pump_done(self) -> bool:

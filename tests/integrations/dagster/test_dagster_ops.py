@@ -502,3 +502,21 @@ def test_only_infrastructure_failures_use_the_retry_policy(
         assert failure is not None and failure.user_failure_data is not None
         assert failure.user_failure_data.metadata["failure_category"].value == category
     assert result.success == (attempts == 2)
+
+
+def test_a_step_ends_with_the_app_not_at_the_next_poll() -> None:
+    """With a 10-minute poll interval, the step ends within moments of the app: the
+    scheduler's change feed (inotify on local_cwd) wakes the wait, which still streams the
+    lines. Without it the step would sleep out the interval."""
+    import time
+
+    code = "import time; time.sleep(1); print('woken line', flush=True)"
+    op_def = build_anylaunch_op("feed_woken", python_app("feed-woken", code))
+    job = one_op_job(op_def, AnylaunchResource(poll_interval_s=600))
+    started = time.monotonic()
+    with dg.instance_for_test() as instance:
+        result = job.execute_in_process(instance=instance)
+        took = time.monotonic() - started
+        assert result.success
+        assert entries_with(instance, result.run_id, "woken line")
+    assert took < 300, took  # far below the 600 s a missed wake-up would cost

@@ -235,3 +235,32 @@ def test_a_misspelt_block_field_is_an_error_with_a_suggestion() -> None:
     with pytest.raises(InvalidSpecError, match="secret_env") as err:
         AnylaunchSchedulerSettings(secret_envv={"DB_URL": "hunter2-s3cr3t"})
     assert "hunter2" not in str(err.value)
+
+
+@pytest.mark.engine_matrix
+def test_a_wait_ends_with_the_app_not_at_the_next_poll(pf) -> None:
+    """With a 10-minute poll interval, both waits end within moments of the app: the
+    scheduler's change feed (inotify on local_cwd) wakes them. Without it each would sleep
+    out the interval."""
+    import time
+
+    token = uuid.uuid4().hex
+    code = f"import time; time.sleep(1); print('{token}', flush=True)"
+    job = AnylaunchJob(app=pf.py_app("feed-woken", code), poll_interval_s=600)
+
+    started = time.monotonic()
+    run = job.trigger()
+    run.wait_for_completion()
+    sync_s = time.monotonic() - started
+    assert run.fetch_result()["state"] == "SUCCEEDED"
+
+    async def waits() -> float:
+        started = time.monotonic()
+        arun = await job.atrigger()
+        await arun.await_for_completion()
+        assert (await arun.fetch_result())["state"] == "SUCCEEDED"
+        return time.monotonic() - started
+
+    async_s = asyncio.run(waits())
+    # far below the 600 s a missed wake-up would cost, on any machine
+    assert sync_s < 300 and async_s < 300, (sync_s, async_s)
