@@ -187,10 +187,12 @@ class KubernetesScheduler(KubernetesSchedulerBase):
         namespace = opts.namespace
         labels = app_labels(BACKEND, "jobs", name, app.name)
         pod_ip = opts.rank0_host == "pod_ip"
-        objects: list[dict[str, Any]] = [
-            self._record(app, "jobs", namespace, name, labels),
-            headless_service(app, name, namespace, labels),
-        ]
+        objects: list[dict[str, Any]] = [self._record(app, "jobs", namespace, name, labels)]
+        if sum(role.num_replicas for role in app.roles) > 1:
+            # replicas find each other by name through it; a lone pod (rank 0, which reads
+            # its own IP) needs none, and skipping it spares the cluster the endpoint updates
+            # of every pod state change (most of an app's API requests)
+            objects.append(headless_service(app, name, namespace, labels))
         for rep in replica_pods(
             app,
             app_id=f"{namespace}:{name}",

@@ -268,6 +268,25 @@ def test_overlays_apply_app_level_then_role_level_per_replica() -> None:
     assert [j["spec"].get("activeDeadlineSeconds") for j in jobs] == [600, 600, None]
 
 
+def test_a_lone_pod_gets_no_service_and_reads_its_own_ip() -> None:
+    """One replica in all: no headless Service (nobody to find by name), rank 0's address
+    from the downward API; two replicas: the Service, and rank 1 finds rank 0 by name."""
+    one = AppDef("lone", [Role("main", "busybox", entrypoint="true")])
+    request = create_scheduler("offline").submit_dryrun(one, {}).request
+    assert [o["kind"] for o in request.objects] == ["ConfigMap", "Job"]
+    assert not request.rank0_pod_ip
+    (env,) = [
+        e for e in containers(request.objects[1])[0]["env"] if e["name"] == "ANYLAUNCH_RANK0_HOST"
+    ]
+    assert env["valueFrom"]["fieldRef"]["fieldPath"] == "status.podIP"
+
+    two = AppDef("pair", [Role("main", "busybox", entrypoint="true", num_replicas=2)])
+    objects = create_scheduler("offline").submit_dryrun(two, {}).request.objects
+    assert [o["kind"] for o in objects] == ["ConfigMap", "Service", "Job", "Job"]
+    rank1_env = {e["name"]: e for e in containers(objects[3])[0]["env"]}
+    assert rank1_env["ANYLAUNCH_RANK0_HOST"]["value"].endswith(f".{objects[1]['metadata']['name']}")
+
+
 # --- against the API server ------------------------------------------------------------------
 
 
