@@ -222,6 +222,13 @@ class KubernetesSchedulerBase(DockerWorkspaceMixin, Scheduler[Mapping[str, CfgVa
         self._kube = client
         self._kubeconfig = kubeconfig
         self._context = context
+        # whom a shared watch acts as: a given client is its own (it may carry its own
+        # credentials or transport); loaded ones are as their kubeconfig and context say
+        self._identity = (
+            f"client:{id(client)}"
+            if client is not None
+            else f"kubeconfig:{kubeconfig or ''}:{context or ''}"
+        )
         self._watch: KubeWatch | None = None
         self._watch_lock = threading.Lock()
 
@@ -248,7 +255,7 @@ class KubernetesSchedulerBase(DockerWorkspaceMixin, Scheduler[Mapping[str, CfgVa
         """The process-wide watch of this scheduler's objects (started on first use)."""
         with self._watch_lock:
             if self._watch is None:
-                self._watch = acquire(self.client(), self._selector())
+                self._watch = acquire(self.client(), self._selector(), self._identity)
             return self._watch
 
     def change_feed(self) -> ChangeFeed:

@@ -444,7 +444,7 @@ class KubeChangeFeed(ManualChangeFeed):
 
 # --- process-wide sharing --------------------------------------------------------------------
 
-_SHARED: dict[tuple[str, str], tuple[KubeWatch, int]] = {}
+_SHARED: dict[tuple[str, str, str], tuple[KubeWatch, int]] = {}
 _SHARED_LOCK = threading.Lock()
 
 
@@ -453,10 +453,16 @@ def _server(client: KubeClient) -> str:
     return str(getattr(configuration, "host", "") or id(client))
 
 
-def acquire(client: KubeClient, selector: str) -> KubeWatch:
+def acquire(client: KubeClient, selector: str, identity: str = "") -> KubeWatch:
     """The process's watch of ``selector`` on ``client``'s API server (created on first use);
-    pair with :func:`release`."""
-    key = (_server(client), selector)
+    pair with :func:`release`.
+
+    Args:
+        identity: who the watch acts as (e.g. the kubeconfig and context the client came
+            from); only users of the same server, identity and selector share a watch, so a
+            cache filled with one user's permissions never answers another's describes
+    """
+    key = (_server(client), identity, selector)
     with _SHARED_LOCK:
         watch, users = _SHARED.get(key, (None, 0))
         if watch is None or watch.stopped.is_set():

@@ -613,7 +613,20 @@ class LocalScheduler(Scheduler[Mapping[str, CfgVal]]):
                     with contextlib.suppress(ProcessLookupError, PermissionError):
                         os.kill(int(supervisor["pid"]), signal.SIGKILL)
                 self._take_over(app_dir, "deleted", grace=0, seen=supervisor or None)
-        shutil.rmtree(app_dir, ignore_errors=True)
+        # the supervisor may still be writing (its last logs) after the final state: removing
+        # the directory under it could leave a half-deleted app that describes as ended
+        state = ls.read_state(app_dir) or {}
+        supervisor = ls.recorded_supervisor(app_dir, state) or {}
+        deadline, delay = time.monotonic() + 10, 0.002
+        while ls.is_alive(supervisor.get("pid"), supervisor.get("start_time")):
+            if time.monotonic() > deadline:
+                break
+            time.sleep(delay)
+            delay = min(delay * 2, 0.05)
+        for _ in range(5):
+            shutil.rmtree(app_dir, ignore_errors=True)
+            if not app_dir.exists():
+                break
 
     # --- logs -----------------------------------------------------------------------------
 

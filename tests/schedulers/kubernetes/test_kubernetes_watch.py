@@ -194,3 +194,30 @@ def test_a_process_reads_its_own_cancel_and_delete_while_the_watch_lags(
     wait_for(lambda: not watch._writes, 120, "the watch to deliver the writes")
     assert name not in record_watch.objects
     assert watched.describe(app_id) is None
+
+
+def test_schedulers_share_a_watch_only_as_the_same_user(
+    counting_client: CountingClient, kubelet: str
+) -> None:
+    """One watch per server, selector and identity: schedulers loaded from the same
+    kubeconfig share it, and so do those given the same client; a different client (which
+    may carry other credentials) gets its own."""
+    from tests.schedulers.kubernetes.kube_cluster import kubeconfig
+
+    loaded = [KubernetesScheduler("a", kubeconfig=kubeconfig()) for _ in range(2)]
+    given = [KubernetesScheduler("b", client=counting_client) for _ in range(2)]
+    other = KubernetesScheduler("c", client=CountingClient(counting_client.api_client))
+    try:
+        watches = [_watch_of(s) for s in (*loaded, *given, other)]
+        assert watches[0] is watches[1]
+        assert watches[2] is watches[3]
+        assert len({id(w) for w in watches}) == 3
+    finally:
+        for scheduler in (*loaded, *given, other):
+            scheduler.close()
+    assert all(w.stopped.is_set() for w in watches)  # the last user stopped each
+
+
+def _watch_of(scheduler: KubernetesScheduler) -> KubeWatch:
+    scheduler.change_feed()
+    return _watch(scheduler)
