@@ -69,6 +69,7 @@ def test_serialize_round_trip_keeps_only_json_friendly_kwargs(state_dir: Any, af
         startup_deadline=1_900_000_000.0,
         run_deadline=1_900_003_600.0,
         cancel_on_kill=False,
+        try_number=2,
     )
     classpath, kwargs = trigger.serialize()
     assert classpath == "airflow_anylaunch.triggers.AnylaunchAppTrigger"
@@ -77,6 +78,7 @@ def test_serialize_round_trip_keeps_only_json_friendly_kwargs(state_dir: Any, af
     rebuilt = import_string(classpath)(**deserialize(serialize(kwargs)))
     assert rebuilt.serialize() == (classpath, kwargs)
     assert rebuilt.log_positions == {"trainer/0": 42} and rebuilt.cancel_on_kill is False
+    assert rebuilt.try_number == 2
 
 
 def test_trigger_rejects_bad_arguments_clearly() -> None:
@@ -97,8 +99,11 @@ def test_trigger_fires_once_with_the_final_status_and_log_cursor(
         "import time\nfor i in range(3):\n    print('line', i, flush=True); time.sleep(0.2)"
     )
     # resume from a cursor that says line 0 was already shown: it is not repeated
-    event = first_event(AnylaunchAppTrigger(handle, poll_interval=0.2, log_positions={"job/0": 1}))
+    event = first_event(
+        AnylaunchAppTrigger(handle, poll_interval=0.2, log_positions={"job/0": 1}, try_number=3)
+    )
     assert event["status"] == "success"
+    assert event["try_number"] == 3  # the try that deferred, told apart from a later one
     assert event["app_status"]["state"] == "SUCCEEDED"
     assert event["app_status"]["app_handle"] == handle
     assert event["log_positions"] == {"job/0": 3}
@@ -117,6 +122,7 @@ def test_trigger_reports_a_failed_and_an_unknown_app(state_dir: Any) -> None:
     handle = launch("import sys; print('oops', flush=True); sys.exit(2)")
     event = first_event(AnylaunchAppTrigger(handle, poll_interval=0.2))
     assert event["status"] == "failed"
+    assert "try_number" not in event  # none given: the event is as before
     assert event["message"].startswith(f"anylaunch app {handle} ended FAILED")
     assert "job/0 oops" in event["message"]
 
@@ -320,6 +326,7 @@ def test_a_trigger_serialized_by_the_previous_version_resumes(state_dir: Any, af
         10,
         None,
     )
+    assert kwargs["try_number"] is None  # its events name no try: any try resumes with them
     event = first_event(trigger)
     assert event["status"] == "success"
     assert event["log_tail"] == ["job/0 still here"]  # line 0 was shown before
@@ -338,6 +345,8 @@ def test_a_trigger_serialized_by_the_previous_version_resumes(state_dir: Any, af
         ({"secret_env_names": "DB_URL"}, "secret_env_names"),  # a str is not a list of names
         ({"secret_env_names": [""]}, "secret_env_names"),
         ({"log_roles": "trainer"}, "log_roles"),
+        ({"try_number": -1}, "try_number"),
+        ({"try_number": True}, "try_number"),
     ],
 )
 def test_trigger_kwargs_are_checked(kwargs: Dict[str, Any], field: str) -> None:
