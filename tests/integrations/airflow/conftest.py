@@ -283,6 +283,18 @@ class AirflowHelper:
             task_log.removeHandler(handler)
             trigger_log.removeHandler(handler)
 
+    @staticmethod
+    def without_airflow_debug(out: str) -> str:
+        """``out`` without the lines only Airflow 3.0's ``dag.test()`` prints: its debug
+        records of the task's requests (the values it is told to mask and the raw rendered
+        fields included) and the failure's traceback drawn in a box with the frames' local
+        variables. Airflow's own lines, not ours; other versions print neither."""
+        return "\n".join(
+            line
+            for line in out.splitlines()
+            if "[debug" not in line and not line.startswith(("│", "╭", "╰"))
+        )
+
     def tis(self, dagrun: Any) -> dict[str, Any]:
         """task_id -> TaskInstance of a finished run, fresh from the DB."""
         from airflow.models.taskinstance import TaskInstance

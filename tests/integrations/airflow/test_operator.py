@@ -290,14 +290,7 @@ def test_one_record_per_line_and_no_secret_in_log_or_xcom(
     monkeypatch.setenv("AL_TEST_CONN", conn)  # declared secret (secret_env_names)
     monkeypatch.setenv("AL_TEST_TOKEN", token)  # secret by its name
     dagrun = airflow.run(airflow.test_dag("operator_dags.py", f"al_lines_secrets_{mode}"))
-    # Airflow 3.0's dag.test() logs the task's requests at debug level (the values it is told
-    # to mask and the raw rendered fields included) and draws the failure's traceback in a
-    # box with the frames' local variables: Airflow's lines, not ours
-    out = "\n".join(
-        line
-        for line in capfd.readouterr().out.splitlines()
-        if "[debug" not in line and not line.startswith(("│", "╭", "╰"))
-    )
+    out = airflow.without_airflow_debug(capfd.readouterr().out)
     assert airflow.states(dagrun) == {"chatty": "failed"}
     (app,) = apps()
     assert app.state.name == "FAILED"
