@@ -334,6 +334,17 @@ class AirflowHelper:
             count = session.scalar(select(func.count()).select_from(TaskReschedule).where(*where))
         return int(count or 0)
 
+    def app_link(self, dag: Any, dagrun: Any, task_id: str) -> Any:
+        """The "anylaunch app" extra link of a finished task, as Airflow shows it: Airflow 3's
+        task runner stores its links in XCom when the task ends; Airflow 2's webserver asks
+        the link, which reads the ``ui_url`` XCom from the metadata DB."""
+        if airflow_version() >= (3, 0):
+            return self.xcoms(dagrun, task_id).get("_link_AnylaunchAppLink")
+        from airflow_anylaunch.links import AnylaunchAppLink
+
+        ti = self.tis(dagrun)[task_id]
+        return AnylaunchAppLink().get_link(dag.get_task(task_id), ti_key=ti.key)
+
     def xcoms(self, dagrun: Any, task_id: str) -> dict[str, Any]:
         """key -> value of the XComs a task pushed."""
         from airflow.utils.session import create_session

@@ -345,7 +345,7 @@ def test_operator_flags_must_be_real_booleans() -> None:
 
 
 def test_the_extra_link_is_the_apps_ui(
-    airflow: Any, afc: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    airflow: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("AIRFLOW_VAR_AL_LOG_DIR", str(tmp_path / "logs"))
     dag = airflow.test_dag("operator_dags.py", "al_templated_cfg")
@@ -353,11 +353,4 @@ def test_the_extra_link_is_the_apps_ui(
     assert airflow.states(dagrun) == {"templated": "success"}
     xcoms = airflow.xcoms(dagrun, "templated")
     assert xcoms["ui_url"].startswith("file://")
-    if afc.version >= (3, 0):  # the task runner stores its links when the task ends
-        assert xcoms["_link_AnylaunchAppLink"] == xcoms["ui_url"]
-    else:  # the webserver asks the link, which reads the XCom from the metadata DB
-        from airflow_anylaunch.links import AnylaunchAppLink
-
-        (ti,) = airflow.tis(dagrun).values()
-        link = AnylaunchAppLink().get_link(dag.get_task("templated"), ti_key=ti.key)
-        assert link == xcoms["ui_url"]
+    assert airflow.app_link(dag, dagrun, "templated") == xcoms["ui_url"]
