@@ -61,6 +61,12 @@ __all__ = ["AnylaunchOperator"]
 _ACTIVE_STATES = frozenset({"UNSUBMITTED", "SUBMITTED", "PENDING", "RUNNING", "UNKNOWN"})
 
 
+def _try_number(context: Context) -> int | None:
+    """The running try's number (None where the task instance has none, e.g. a bare test)."""
+    number = getattr(context.get("ti"), "try_number", None)
+    return number if isinstance(number, int) and not isinstance(number, bool) else None
+
+
 def _input_error(e: Exception) -> AnylaunchInputError:
     return AnylaunchInputError(f"{type(e).__name__}: {e}")
 
@@ -697,14 +703,27 @@ class AnylaunchOperator(ResumableJobMixin, BaseOperator):
             # the triggerer pushes the return value itself when it ends the task; without
             # do_xcom_push there must be none, so the task resumes here as before
             end_from_trigger=bool(self.do_xcom_push),
+            try_number=_try_number(context),
         )
         self.log.info("deferring: the triggerer waits for anylaunch app %s", handle)
         self._close_runner()
         self.defer(trigger=trigger, method_name="execute_complete")
 
     def execute_complete(self, context: Context, event: dict[str, Any] | None = None) -> Any:
-        """Resumes after the trigger fired: returns the final status or raises its error."""
+        """Resumes after the trigger fired: returns the final status or raises its error.
+
+        An event of an earlier try (Airflow 3.0-3.1 resume a retry with it instead of
+        running ``execute``: apache/airflow#56704) is not this try's: the try starts afresh.
+        """
         event = event or {}
+        deferred_by, current = event.get("try_number"), _try_number(context)
+        if isinstance(deferred_by, int) and current is not None and deferred_by != current:
+            self.log.warning(
+                "resumed with the trigger event of try %d in try %d: starting afresh",
+                deferred_by,
+                current,
+            )
+            return self.execute(context)
         handle = event.get("app_handle")
         self.ui_url_pushed = handle is not None  # pushed by the try that deferred
         outcome = event.get("status")

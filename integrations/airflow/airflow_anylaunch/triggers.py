@@ -259,9 +259,13 @@ class AnylaunchAppTrigger(BaseTrigger):
         end_from_trigger: end the task of an app that succeeded right here, in the triggerer
             (Airflow >= 2.10: a ``TaskSuccessEvent`` with the status as ``return_value``
             XCom), instead of resuming it on a worker; failures always go back to the operator
+        try_number: the try of the task that deferred, copied into the event so that a
+            later try resumed with this event can tell it is not its own (Airflow 3.0-3.1
+            resume a retry with the previous try's event: apache/airflow#56704)
 
     The lifecycle decisions are the core policy's (:class:`anylaunch.runner.watch.WatchPolicy`):
-    a trigger serialized by an older version (without the last three kwargs) resumes as it was.
+    a trigger serialized by an older version (without the kwargs after ``cancel_on_timeout``)
+    resumes as it was.
     """
 
     def __init__(
@@ -280,6 +284,7 @@ class AnylaunchAppTrigger(BaseTrigger):
         max_poll_errors: int = MAX_POLL_ERRORS,
         secret_env_names: Sequence[str] | None = None,
         end_from_trigger: bool = True,
+        try_number: int | None = None,
     ) -> None:
         super().__init__()  # type: ignore[no-untyped-call]
         self.app_handle = check_handle("app_handle", app_handle)
@@ -313,6 +318,13 @@ class AnylaunchAppTrigger(BaseTrigger):
         self.max_poll_errors = max_poll_errors
         self.secret_env_names = _names("secret_env_names", secret_env_names, "e.g. ['DB_URL']")
         self.end_from_trigger = _flag("end_from_trigger", end_from_trigger)
+        if try_number is not None and (
+            isinstance(try_number, bool) or not isinstance(try_number, int) or try_number < 0
+        ):
+            raise InvalidSpecError(
+                "try_number", try_number, "must be a whole number >= 0", "pass ti.try_number"
+            )
+        self.try_number = try_number
         self._told_no_env = False
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
@@ -334,6 +346,7 @@ class AnylaunchAppTrigger(BaseTrigger):
                 "max_poll_errors": self.max_poll_errors,
                 "secret_env_names": self.secret_env_names,
                 "end_from_trigger": self.end_from_trigger,
+                "try_number": self.try_number,
             },
         )
 
@@ -347,8 +360,10 @@ class AnylaunchAppTrigger(BaseTrigger):
         category: FailureCategory | None = None,
     ) -> TriggerEvent:
         """The one event; every text in it is masked (events are stored in the metadata DB)."""
+        deferred_by = {} if self.try_number is None else {"try_number": self.try_number}
         return TriggerEvent(  # type: ignore[no-untyped-call]
             {
+                **deferred_by,
                 "status": kind,
                 "failure_category": category.value if category is not None else None,
                 "app_handle": self.app_handle,

@@ -12,6 +12,7 @@ the apps it launched.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import importlib.metadata
 import json
 import os
@@ -176,6 +177,41 @@ def xcom_value(row: Any) -> Any:
     return _xcom_model().deserialize_value(row)
 
 
+@contextlib.contextmanager
+def _reschedule_date_as_a_worker_gets_it() -> Iterator[None]:
+    """Airflow 3.0's ``dag.test()`` hands a rescheduled sensor its first reschedule date as
+    the API's raw JSON string, so the sensor's next poke that finds its condition unmet
+    fails in ``BaseSensorOperator.execute``'s ``run_duration()`` with ``TypeError:
+    unsupported operand type(s) for -: 'datetime.datetime' and 'str'`` (apache/airflow#58777).
+
+    Why only ``dag.test()``: ``TaskInstanceOperations.get_reschedule_start_date``
+    (airflow/sdk/api/client.py) builds ``TaskRescheduleStartDate.model_construct(start_date=
+    resp.json())``, skipping validation. A real worker gets that reply through the
+    supervisor's socket, whose ``CommsDecoder._from_frame`` (sdk/execution_time/comms.py)
+    validates it into an aware datetime; ``dag.test()``'s ``InProcessTestSupervisor.send_msg``
+    (sdk/execution_time/supervisor.py) passes the object itself. Airflow 3.3 builds the model
+    validated. Here the reply is validated as the worker's decoder does; where Airflow already
+    did, validating it again changes nothing.
+    """
+    if not (3, 0) <= airflow_version() < (3, 3):
+        yield
+        return
+    from airflow.sdk.api.client import TaskInstanceOperations
+    from airflow.sdk.execution_time.comms import TaskRescheduleStartDate
+
+    unvalidated = TaskInstanceOperations.get_reschedule_start_date
+
+    def validated(self: Any, *args: Any, **kwargs: Any) -> Any:
+        reply = unvalidated(self, *args, **kwargs)
+        return TaskRescheduleStartDate(start_date=reply.start_date)
+
+    TaskInstanceOperations.get_reschedule_start_date = validated  # type: ignore[method-assign,unused-ignore]
+    try:
+        yield
+    finally:
+        TaskInstanceOperations.get_reschedule_start_date = unvalidated  # type: ignore[method-assign,unused-ignore]
+
+
 class AirflowHelper:
     """Loads DAG files and runs them with ``dag.test()``; reads results from the DB."""
 
@@ -206,8 +242,10 @@ class AirflowHelper:
     def _run_before_3_3(self, dag: Any, **kwargs: Any) -> Any:
         """``dag.test()`` on Airflow < 3.3, made to behave as on 3.3 for these tests: each task
         log record once on stdout (3.0 also copies it to the root logger), with the inline
-        trigger's, and a task killed or timed out (Airflow 2 re-raises those out of
-        ``dag.test()``) ends the run instead of the test."""
+        trigger's, a task killed or timed out (Airflow 2 re-raises those out of
+        ``dag.test()``) ends the run instead of the test, and a sensor in reschedule mode
+        reads its first reschedule date as a datetime (see
+        :func:`_reschedule_date_as_a_worker_gets_it`)."""
         import logging
         import sys
 
@@ -231,7 +269,8 @@ class AirflowHelper:
         propagate = task_log.propagate, trigger_log.propagate
         task_log.propagate = trigger_log.propagate = False
         try:
-            return dag.test(**kwargs)
+            with _reschedule_date_as_a_worker_gets_it():
+                return dag.test(**kwargs)
         except BaseException as e:
             if type(e).__name__ not in ("AirflowTaskTerminated", "AirflowTaskTimeout"):
                 raise
@@ -243,6 +282,18 @@ class AirflowHelper:
             task_log.propagate, trigger_log.propagate = propagate
             task_log.removeHandler(handler)
             trigger_log.removeHandler(handler)
+
+    @staticmethod
+    def without_airflow_debug(out: str) -> str:
+        """``out`` without the lines only Airflow 3.0's ``dag.test()`` prints: its debug
+        records of the task's requests (the values it is told to mask and the raw rendered
+        fields included) and the failure's traceback drawn in a box with the frames' local
+        variables. Airflow's own lines, not ours; other versions print neither."""
+        return "\n".join(
+            line
+            for line in out.splitlines()
+            if "[debug" not in line and not line.startswith(("│", "╭", "╰"))
+        )
 
     def tis(self, dagrun: Any) -> dict[str, Any]:
         """task_id -> TaskInstance of a finished run, fresh from the DB."""
@@ -282,6 +333,17 @@ class AirflowHelper:
         with create_session() as session:
             count = session.scalar(select(func.count()).select_from(TaskReschedule).where(*where))
         return int(count or 0)
+
+    def app_link(self, dag: Any, dagrun: Any, task_id: str) -> Any:
+        """The "anylaunch app" extra link of a finished task, as Airflow shows it: Airflow 3's
+        task runner stores its links in XCom when the task ends; Airflow 2's webserver asks
+        the link, which reads the ``ui_url`` XCom from the metadata DB."""
+        if airflow_version() >= (3, 0):
+            return self.xcoms(dagrun, task_id).get("_link_AnylaunchAppLink")
+        from airflow_anylaunch.links import AnylaunchAppLink
+
+        ti = self.tis(dagrun)[task_id]
+        return AnylaunchAppLink().get_link(dag.get_task(task_id), ti_key=ti.key)
 
     def xcoms(self, dagrun: Any, task_id: str) -> dict[str, Any]:
         """key -> value of the XComs a task pushed."""

@@ -6,7 +6,7 @@ import pytest
 
 
 def test_sync_example_streams_every_replica_into_the_task_log(
-    airflow: Any, afc: Any, apps: Callable[[], List[Any]], capfd: pytest.CaptureFixture[str]
+    airflow: Any, apps: Callable[[], List[Any]], capfd: pytest.CaptureFixture[str]
 ) -> None:
     dag = airflow.example_dag("anylaunch_sync.py", "anylaunch_sync")
     dagrun = airflow.run(dag)
@@ -25,14 +25,7 @@ def test_sync_example_streams_every_replica_into_the_task_log(
     assert xcoms["return_value"]["app_handle"] == app.app_handle
     assert xcoms["ui_url"].startswith("file://")
     # the extra link points at the app's UI
-    if afc.version >= (3, 0):  # the task runner stores its links when the task ends
-        assert xcoms["_link_AnylaunchAppLink"] == xcoms["ui_url"]
-    else:  # the webserver asks the link, which reads the XCom from the metadata DB
-        from airflow_anylaunch.links import AnylaunchAppLink
-
-        (ti,) = airflow.tis(dagrun).values()
-        link = AnylaunchAppLink().get_link(dag.get_task("hello"), ti_key=ti.key)
-        assert link == xcoms["ui_url"]
+    assert airflow.app_link(dag, dagrun, "hello") == xcoms["ui_url"]
 
 
 def test_deferrable_example_streams_from_the_trigger(

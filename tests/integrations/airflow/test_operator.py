@@ -290,14 +290,7 @@ def test_one_record_per_line_and_no_secret_in_log_or_xcom(
     monkeypatch.setenv("AL_TEST_CONN", conn)  # declared secret (secret_env_names)
     monkeypatch.setenv("AL_TEST_TOKEN", token)  # secret by its name
     dagrun = airflow.run(airflow.test_dag("operator_dags.py", f"al_lines_secrets_{mode}"))
-    # Airflow 3.0's dag.test() logs the task's requests at debug level (the values it is told
-    # to mask and the raw rendered fields included) and draws the failure's traceback in a
-    # box with the frames' local variables: Airflow's lines, not ours
-    out = "\n".join(
-        line
-        for line in capfd.readouterr().out.splitlines()
-        if "[debug" not in line and not line.startswith(("│", "╭", "╰"))
-    )
+    out = airflow.without_airflow_debug(capfd.readouterr().out)
     assert airflow.states(dagrun) == {"chatty": "failed"}
     (app,) = apps()
     assert app.state.name == "FAILED"
@@ -352,7 +345,7 @@ def test_operator_flags_must_be_real_booleans() -> None:
 
 
 def test_the_extra_link_is_the_apps_ui(
-    airflow: Any, afc: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    airflow: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("AIRFLOW_VAR_AL_LOG_DIR", str(tmp_path / "logs"))
     dag = airflow.test_dag("operator_dags.py", "al_templated_cfg")
@@ -360,11 +353,4 @@ def test_the_extra_link_is_the_apps_ui(
     assert airflow.states(dagrun) == {"templated": "success"}
     xcoms = airflow.xcoms(dagrun, "templated")
     assert xcoms["ui_url"].startswith("file://")
-    if afc.version >= (3, 0):  # the task runner stores its links when the task ends
-        assert xcoms["_link_AnylaunchAppLink"] == xcoms["ui_url"]
-    else:  # the webserver asks the link, which reads the XCom from the metadata DB
-        from airflow_anylaunch.links import AnylaunchAppLink
-
-        (ti,) = airflow.tis(dagrun).values()
-        link = AnylaunchAppLink().get_link(dag.get_task("templated"), ti_key=ti.key)
-        assert link == xcoms["ui_url"]
+    assert airflow.app_link(dag, dagrun, "templated") == xcoms["ui_url"]

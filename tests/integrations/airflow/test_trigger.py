@@ -45,6 +45,14 @@ def first_event(trigger: Any, timeout: float = 60) -> Dict[str, Any]:
     return asyncio.run(main()).payload
 
 
+def records(text: str, caplog: pytest.LogCaptureFixture, out: str) -> int:
+    """How many log records hold ``text``. A record reaches pytest's log capture, stdout or
+    both: Airflow 3.0's logging config prints the root logger's records on stdout as well
+    (and replaces pytest's handler if airflow is first imported during the test); 3.3's
+    structlog loggers write to stdout only. Count it in each place, never in both added."""
+    return max(caplog.text.count(text), out.count(text))
+
+
 def test_serialize_round_trip_keeps_only_json_friendly_kwargs(state_dir: Any, afc: Any) -> None:
     import json
 
@@ -61,6 +69,7 @@ def test_serialize_round_trip_keeps_only_json_friendly_kwargs(state_dir: Any, af
         startup_deadline=1_900_000_000.0,
         run_deadline=1_900_003_600.0,
         cancel_on_kill=False,
+        try_number=2,
     )
     classpath, kwargs = trigger.serialize()
     assert classpath == "airflow_anylaunch.triggers.AnylaunchAppTrigger"
@@ -69,6 +78,7 @@ def test_serialize_round_trip_keeps_only_json_friendly_kwargs(state_dir: Any, af
     rebuilt = import_string(classpath)(**deserialize(serialize(kwargs)))
     assert rebuilt.serialize() == (classpath, kwargs)
     assert rebuilt.log_positions == {"trainer/0": 42} and rebuilt.cancel_on_kill is False
+    assert rebuilt.try_number == 2
 
 
 def test_trigger_rejects_bad_arguments_clearly() -> None:
@@ -89,17 +99,21 @@ def test_trigger_fires_once_with_the_final_status_and_log_cursor(
         "import time\nfor i in range(3):\n    print('line', i, flush=True); time.sleep(0.2)"
     )
     # resume from a cursor that says line 0 was already shown: it is not repeated
-    event = first_event(AnylaunchAppTrigger(handle, poll_interval=0.2, log_positions={"job/0": 1}))
+    event = first_event(
+        AnylaunchAppTrigger(handle, poll_interval=0.2, log_positions={"job/0": 1}, try_number=3)
+    )
     assert event["status"] == "success"
+    assert event["try_number"] == 3  # the try that deferred, told apart from a later one
     assert event["app_status"]["state"] == "SUCCEEDED"
     assert event["app_status"]["app_handle"] == handle
     assert event["log_positions"] == {"job/0": 3}
     assert event["log_tail"] == ["job/0 line 1", "job/0 line 2"]
-    logged = caplog.text + capfd.readouterr().out
+    out = capfd.readouterr().out
+    logged = caplog.text + out
     assert "job/0 line 1" in logged and "job/0 line 0" not in logged
     # one record per state change, however many polls saw it
-    assert logged.count(f"anylaunch app {handle} is RUNNING") <= 1
-    assert logged.count(f"anylaunch app {handle} is SUCCEEDED") == 1
+    assert records(f"anylaunch app {handle} is RUNNING", caplog, out) <= 1
+    assert records(f"anylaunch app {handle} is SUCCEEDED", caplog, out) == 1
 
 
 def test_trigger_reports_a_failed_and_an_unknown_app(state_dir: Any) -> None:
@@ -108,6 +122,7 @@ def test_trigger_reports_a_failed_and_an_unknown_app(state_dir: Any) -> None:
     handle = launch("import sys; print('oops', flush=True); sys.exit(2)")
     event = first_event(AnylaunchAppTrigger(handle, poll_interval=0.2))
     assert event["status"] == "failed"
+    assert "try_number" not in event  # none given: the event is as before
     assert event["message"].startswith(f"anylaunch app {handle} ended FAILED")
     assert "job/0 oops" in event["message"]
 
@@ -191,8 +206,13 @@ def run_in_triggerer(
 
     from airflow_anylaunch._compat import AIRFLOW_V_3_0_PLUS
 
-    if not AIRFLOW_V_3_0_PLUS and trigger.task_instance is None:  # Airflow 2 reads its timeout
+    # what the triggerer sets on a trigger it builds, and its run_trigger reads on cancel:
+    # Airflow 2 the task instance's trigger_timeout; Airflow 3.0-3.2 ``timeout_after``
+    # (TriggerRunner.create_triggers; 3.3 passes it to run_trigger instead, default None)
+    if not AIRFLOW_V_3_0_PLUS and trigger.task_instance is None:
         trigger.task_instance = SimpleNamespace(trigger_timeout=None)
+    if AIRFLOW_V_3_0_PLUS and not hasattr(trigger, "timeout_after"):
+        trigger.timeout_after = None
 
     async def main() -> Tuple[List[Any], BaseException]:
         runner = TriggerRunner()
@@ -306,6 +326,7 @@ def test_a_trigger_serialized_by_the_previous_version_resumes(state_dir: Any, af
         10,
         None,
     )
+    assert kwargs["try_number"] is None  # its events name no try: any try resumes with them
     event = first_event(trigger)
     assert event["status"] == "success"
     assert event["log_tail"] == ["job/0 still here"]  # line 0 was shown before
@@ -324,6 +345,8 @@ def test_a_trigger_serialized_by_the_previous_version_resumes(state_dir: Any, af
         ({"secret_env_names": "DB_URL"}, "secret_env_names"),  # a str is not a list of names
         ({"secret_env_names": [""]}, "secret_env_names"),
         ({"log_roles": "trainer"}, "log_roles"),
+        ({"try_number": -1}, "try_number"),
+        ({"try_number": True}, "try_number"),
     ],
 )
 def test_trigger_kwargs_are_checked(kwargs: Dict[str, Any], field: str) -> None:

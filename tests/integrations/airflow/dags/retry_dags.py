@@ -1,5 +1,6 @@
 """DAGs for durable retries: a retry reattaches to the app instead of launching it again."""
 
+import os
 import sys
 from datetime import datetime, timedelta
 from typing import Any
@@ -16,13 +17,22 @@ START = datetime(2024, 1, 1)
 NO_DELAY = timedelta(seconds=0)
 
 
+def retried_marker() -> str:
+    """A file beside the test's own local_cwd state directory (each test has its own):
+    ``CrashOnFirstTry``'s later try creates it, ``SLOW_OK`` runs until it exists."""
+    return os.path.join(os.path.dirname(os.environ["ANYLAUNCH_LOCAL_STATE_DIR"]), "retried")
+
+
 class CrashOnFirstTry(AnylaunchOperator):
     """Dies while waiting on its first try, like a worker lost after the app was launched
-    (the handle is already in task_state_store); the app itself keeps running."""
+    (the handle is already in task_state_store); the app itself keeps running. A later try
+    tells the app it got that far (after deciding to reattach or launch), so the app cannot
+    end before the retry looks for it, however slowly the retry starts."""
 
     def poll_until_complete(self, external_id: Any, context: Any) -> None:
         if context["ti"].try_number == 1:
             raise RuntimeError(f"simulated worker crash while waiting for {external_id}")
+        open(retried_marker(), "w").close()
         super().poll_until_complete(external_id, context)
 
 
@@ -33,7 +43,17 @@ def app(name: str, script: str) -> specs.AppDef:
     )
 
 
-SLOW_OK = "import time; time.sleep(2); print('done after the crash', flush=True)"
+# runs until the task's retry reached its wait (at most 60 s): the same marker, found from
+# the state directory in the env the app inherits
+SLOW_OK = """
+import os, time
+marker = os.path.join(os.path.dirname(os.environ["ANYLAUNCH_LOCAL_STATE_DIR"]), "retried")
+for _ in range(600):
+    if os.path.exists(marker):
+        break
+    time.sleep(0.1)
+print("done after the crash", flush=True)
+"""
 # fails the first time it runs, succeeds the next (a marker file the test names)
 FLAKY = """
 import os, sys
