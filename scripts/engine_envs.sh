@@ -26,10 +26,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 ALL_ENVS=(airflow-2-10 airflow-2-11 airflow-3-0 prefect-3-8 prefect-newest dagster-oldest)
-# What the test command runs. airflow-3-0 is locked and runnable by name, but not yet in the
-# default run: 3 of its subset's tests still fail on 3.0.6 (the sensor in
-# reschedule mode, two trigger tests) — open work in issue 18.
-DEFAULT_ENVS=(airflow-2-10 airflow-2-11 prefect-3-8 prefect-newest dagster-oldest)
+# What the test command runs: every env.
+DEFAULT_ENVS=("${ALL_ENVS[@]}")
 A=tests/integrations/airflow
 AIRFLOW_MATRIX=(
   "$A/test_operator.py::test_a_failing_app_fails_the_task_with_its_message_and_last_lines"
