@@ -3,9 +3,10 @@
 Two modes (run option ``mode``):
 
 - ``jobs`` (default): vanilla Kubernetes, no CRDs, any version (Indexed Jobs are not needed):
-  one ``batch/v1`` Job per replica, named ``{app}-{role}-{replica}``, plus a headless Service
-  ``{app}`` whose DNS names (``{role}-{replica}.{app}``, pod hostname + subdomain) reach the
-  replicas on clusters with DNS. A replica's retries are its Job's ``backoffLimit``
+  one ``batch/v1`` Job per replica, named ``{app}-{role}-{replica}``, plus (for an app of
+  more than one replica) a headless Service ``{app}`` whose DNS names
+  (``{role}-{replica}.{app}``, pod hostname + subdomain) reach the replicas on clusters with
+  DNS. A replica's retries are its Job's ``backoffLimit``
   (``Role.max_retries``, whatever the retry policy: there is no gang controller). When a
   replica fails for good, the next describe stops the others (their Jobs get an active
   deadline) and the app is FAILED.
@@ -34,8 +35,8 @@ container must keep the image, command, args and env of its Role; sidecars may b
 >>> app = AppDef("hello", [Role("echo", "busybox", entrypoint="echo", args=["hi"],
 ...                             resource=Resource(cpu=1, gpu=0, memMB=256))])
 >>> info = create_scheduler("demo").submit_dryrun(app, {"namespace": "ml"})
->>> [obj["kind"] for obj in info.request.objects]
-['ConfigMap', 'Service', 'Job']
+>>> [obj["kind"] for obj in info.request.objects]  # one pod: no Service needed
+['ConfigMap', 'Job']
 >>> info.request.app_id.startswith("ml:hello-")
 True
 """
