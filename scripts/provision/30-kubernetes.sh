@@ -20,6 +20,8 @@
 #
 # Fixed machine paths, so every clone shares one cluster:
 #   state   /var/lib/anylaunch-backends/kubernetes/{etcd,pki,kubelet,*.log,admin.kubeconfig}
+#           audit.log: the API server's audit log (a JSON line per request: client, verb,
+#           object; no bodies), rotated at 100 MB into audit-<time>.log, two of them kept
 #   pids    /run/anylaunch-backends/kubernetes/*.pid
 # Exports:
 #   KUBECONFIG=/var/lib/anylaunch-backends/kubernetes/admin.kubeconfig
@@ -192,6 +194,16 @@ EOF
   _wait 30 _etcd_ok || _fail "etcd is not healthy" etcd || return 1
 
   # --- kube-apiserver --------------------------------------------------------------------------
+  # audit log: one JSON event per request (Metadata level: who, verb, object; no bodies), read by
+  # the engine-scale benchmark to count the requests each client made
+  printf '%s\n' 'apiVersion: audit.k8s.io/v1' 'kind: Policy' 'omitStages: [RequestReceived]' \
+    'rules:' '- level: Metadata' >"$state/audit-policy.yaml.tmp"
+  mv "$state/audit-policy.yaml.tmp" "$state/audit-policy.yaml"
+  if _alive kube-apiserver &&
+    ! grep -qa -- --audit-log-path= "/proc/$(cat "$run/kube-apiserver.pid")/cmdline"; then
+    # never restarted behind the back of whoever uses the cluster now
+    echo "kubernetes: note: the running kube-apiserver writes no audit log until it is restarted"
+  fi
   if ! _alive kube-apiserver; then
     echo "kubernetes: starting kube-apiserver on https://127.0.0.1:6443"
     _spawn kube-apiserver "$bin/kube-apiserver" \
@@ -202,7 +214,9 @@ EOF
       --service-account-key-file="$pki/sa.pub" --service-account-signing-key-file="$pki/sa.key" \
       --service-account-issuer=https://kubernetes.default.svc \
       --service-cluster-ip-range=10.96.0.0/16 --allow-privileged=true \
-      --kubelet-preferred-address-types=InternalIP --profiling=false --v=1
+      --kubelet-preferred-address-types=InternalIP --profiling=false \
+      --audit-policy-file="$state/audit-policy.yaml" --audit-log-path="$state/audit.log" \
+      --audit-log-format=json --audit-log-maxsize=100 --audit-log-maxbackup=2 --v=1
   fi
   _wait 90 _api_ok || _fail "kube-apiserver is not ready" kube-apiserver || return 1
 

@@ -6,6 +6,12 @@
 - API server requests by verb and resource: ``apiserver_request_total`` from the API server's
   ``/metrics``, before/after delta (every client: the waiters, and the controllers and kubelet
   that run the same pods). Slurm: controller RPCs by message type from ``sdiag``, delta.
+- API server requests by who made them: the API server's audit log (one JSON event per request
+  stage, written by scripts/provision/30-kubernetes.sh's kube-apiserver), read from where it
+  stood before the run. "engine" is the Airflow side (operators in the workers, triggers in the
+  triggerer) in the run's namespace; the control plane (controllers, scheduler, kubelet, the API
+  server itself) runs the same pods for both waiters, and the benchmark's own client
+  (:data:`BENCH_AGENT`) is counted apart.
 - delay from a job's end to its task's success: the job's end is the pod container's
   ``State.FinishedAt`` from the Docker engine (nanoseconds; the pod status's ``finishedAt`` has
   whole seconds only), or the time the job script noted when it ended (local_cwd, Slurm); the
@@ -24,7 +30,8 @@ import subprocess
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -165,6 +172,255 @@ def delta(after: Counter[str], before: Counter[str]) -> dict[str, int]:
     return dict(sorted(((k, v) for k, v in diff.items() if v > 0), key=lambda kv: -kv[1]))
 
 
+# --- API requests by client: the audit log --------------------------------------------------------
+
+#: The API server's audit log (scripts/provision/30-kubernetes.sh); rotated files beside it are
+#: named ``audit-<time>.log``.
+AUDIT_LOG = Path("/var/lib/anylaunch-backends/kubernetes/audit.log")
+#: The user agent of the benchmark's own API client (namespaces, /metrics scrapes).
+BENCH_AGENT = "anylaunch-bench/1"
+#: User agents of the control plane: the same work per pod whichever waiter runs.
+CONTROL_PLANE_AGENTS = (
+    "kube-controller-manager/",
+    "kube-scheduler/",
+    "kubelet/",
+    "kube-apiserver/",
+)
+#: Client classes, in report order. "other": a client outside the run (another namespace).
+CLIENT_CLASSES = ("engine", "control plane", "bench", "other")
+#: Audit stages of a request that was answered (RequestReceived is omitted by the policy; a
+#: long request such as a watch logs ResponseStarted and ResponseComplete: counted once).
+_ANSWERED = ("ResponseStarted", "ResponseComplete", "Panic")
+#: Audit verbs as ``apiserver_request_total`` names them (the rest: upper-cased).
+_VERBS = {"create": "POST", "update": "PUT"}
+
+
+@dataclass(frozen=True)
+class AuditMark:
+    """Where the audit log stood when a measurement began."""
+
+    path: Path
+    inode: int | None  # None: there was no log yet
+    head: bytes  # the file's first line: an inode number alone may be reused by a new file
+    offset: int
+    time: float
+
+
+def _head(path: Path) -> bytes:
+    """The first line of a file (at most 4 KiB; its first event names a unique auditID)."""
+    with path.open("rb") as f:
+        return f.readline(4096)
+
+
+def audit_mark(path: Path = AUDIT_LOG) -> AuditMark:
+    """The audit log's current end (and the time), to read from after the run."""
+    now = time.time()
+    try:
+        stat = path.stat()
+        head = _head(path)
+    except FileNotFoundError:
+        return AuditMark(path, None, b"", 0, now)
+    return AuditMark(path, stat.st_ino, head, stat.st_size, now)
+
+
+def audit_files(mark: AuditMark) -> tuple[list[tuple[Path, int]], bool]:
+    """The log files written since ``mark``, oldest first, each with the byte offset to read
+    from, and whether the file ``mark`` was taken in is still there (False: it was rotated out,
+    so the start of the window is lost). A rotated file (``audit-<time>.log``) is the same
+    file under a new name: read on from the mark's offset; files written after the mark are
+    read whole; older rotated files are skipped."""
+    stem, suffix = mark.path.stem, mark.path.suffix
+    candidates = [mark.path, *mark.path.parent.glob(f"{stem}-*{suffix}")]
+    found: list[tuple[float, Path, int]] = []
+    marked_file_seen = mark.inode is None
+    for path in candidates:
+        try:
+            stat = path.stat()
+            same = stat.st_ino == mark.inode and _head(path).startswith(mark.head)
+        except FileNotFoundError:  # rotated away meanwhile
+            continue
+        if same and stat.st_size >= mark.offset:
+            marked_file_seen = True
+            found.append((stat.st_mtime, path, mark.offset))
+        elif stat.st_mtime >= mark.time - 1:
+            found.append((stat.st_mtime, path, 0))
+    found.sort(key=lambda f: f[0])
+    return [(path, offset) for _, path, offset in found], marked_file_seen
+
+
+def audit_lines(files: Iterable[tuple[Path, int]]) -> Iterator[str]:
+    """The lines of ``files``, each from its offset (a file gone meanwhile is skipped)."""
+    for path, offset in files:
+        try:
+            with path.open("rb") as f:
+                f.seek(offset)
+                for raw in f:
+                    yield raw.decode("utf-8", "replace")
+        except FileNotFoundError:
+            continue
+
+
+def client_class(user_agent: str) -> str:
+    """Who made a request, by its user agent: ``"control plane"``, ``"bench"`` or
+    ``"engine"`` (anything else).
+
+    >>> client_class("kubelet/v1.20.2 (linux/amd64) kubernetes/faecb19")
+    'control plane'
+    >>> client_class(BENCH_AGENT), client_class("OpenAPI-Generator/31.0.0/python")
+    ('bench', 'engine')
+    """
+    if user_agent.startswith(CONTROL_PLANE_AGENTS):
+        return "control plane"
+    if user_agent == BENCH_AGENT:
+        return "bench"
+    return "engine"
+
+
+def request_kind(event: Mapping[str, Any]) -> str:
+    """``"VERB resource[/subresource]"`` as ``apiserver_request_total`` counts it; a
+    non-resource request is ``"VERB /path"``.
+
+    >>> request_kind({"verb": "watch", "objectRef": {"resource": "pods"}})
+    'WATCH pods'
+    >>> request_kind({"verb": "get", "objectRef": {"resource": "pods", "subresource": "log"}})
+    'GET pods/log'
+    >>> request_kind({"verb": "create", "objectRef": {"resource": "pods"}})
+    'POST pods'
+    >>> request_kind({"verb": "get", "requestURI": "/version?timeout=32s"})
+    'GET /version'
+    """
+    verb = str(event.get("verb", "?"))
+    verb = _VERBS.get(verb, verb.upper())
+    ref = event.get("objectRef") or {}
+    resource = ref.get("resource")
+    if not resource:
+        return f"{verb} {str(event.get('requestURI', '?')).split('?', 1)[0]}"
+    if ref.get("subresource"):
+        resource += "/" + ref["subresource"]
+    return f"{verb} {resource}"
+
+
+def count_requests(
+    lines: Iterable[str], start: float, end: float, namespace: str | None = None
+) -> dict[str, Counter[str]]:
+    """Requests the API server received between ``start`` and ``end`` (POSIX times), read
+    from audit events (JSON lines), by client class (:data:`CLIENT_CLASSES`), then by
+    :func:`request_kind`. A request counts once however many stages it logged (a watch: the
+    request, not its events); lines that are not JSON (cut by an offset, or being written)
+    are skipped.
+
+    With ``namespace`` (the run's), an engine request in another namespace is ``"other"``
+    (someone else's test), and so is a request outside any namespace (a cluster-scoped or
+    non-resource one) unless its user agent also made requests in ``namespace``.
+
+    >>> def line(uid, stage, verb, agent, t, ns="run-1", resource="pods"):
+    ...     ref = {"resource": resource, "namespace": ns} if resource else None
+    ...     return json.dumps({"auditID": uid, "stage": stage, "verb": verb,
+    ...         "userAgent": agent, "objectRef": ref, "requestURI": "/version",
+    ...         "requestReceivedTimestamp": f"2026-11-26T03:00:{t:02d}.5Z"})
+    >>> engine, start = "OpenAPI-Generator/31.0.0/python", _parse_time("2026-11-26T03:00:00Z")
+    >>> lines = [
+    ...     line("a", "ResponseComplete", "get", engine, 1),
+    ...     line("b", "ResponseStarted", "watch", engine, 2),
+    ...     line("b", "ResponseComplete", "watch", engine, 2),  # the same watch
+    ...     line("c", "ResponseComplete", "create", "kubelet/v1.20.2", 3, resource="events"),
+    ...     line("d", "ResponseComplete", "get", BENCH_AGENT, 3, ns=None, resource=None),
+    ...     line("e", "ResponseComplete", "list", engine, 4, ns="someone-elses"),
+    ...     line("f", "ResponseComplete", "get", engine, 5, ns=None, resource=None),
+    ...     line("g", "ResponseComplete", "get", engine, 59),  # after the window
+    ...     '{"auditID": "h", "stage": "ResponseCo',  # cut short
+    ... ]
+    >>> counts = count_requests(lines, start, start + 30, "run-1")
+    >>> {k: dict(v) for k, v in counts.items()}  # doctest: +NORMALIZE_WHITESPACE
+    {'engine': {'GET pods': 1, 'WATCH pods': 1, 'GET /version': 1},
+     'control plane': {'POST events': 1}, 'bench': {'GET /version': 1},
+     'other': {'LIST pods': 1}}
+    """
+    requests: dict[str, tuple[str, str | None, str]] = {}  # auditID -> agent, namespace, kind
+    for line in lines:
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue
+        if not isinstance(event, dict) or event.get("stage") not in _ANSWERED:
+            continue
+        audit_id = str(event.get("auditID", ""))
+        if audit_id in requests:
+            continue
+        try:
+            received = _parse_time(str(event["requestReceivedTimestamp"]))
+        except (KeyError, ValueError):
+            continue
+        if start <= received <= end:
+            ref = event.get("objectRef") or {}
+            agent = str(event.get("userAgent", ""))
+            requests[audit_id] = (agent, ref.get("namespace"), request_kind(event))
+    in_run = {a for a, ns, _ in requests.values() if namespace is None or ns == namespace}
+    counts: dict[str, Counter[str]] = {c: Counter() for c in CLIENT_CLASSES}
+    for agent, ns, kind in requests.values():
+        cls = client_class(agent)
+        # another namespace's, or outside any namespace from an agent not seen in the run's
+        outside = (
+            namespace is not None and ns != namespace and (ns is not None or agent not in in_run)
+        )
+        counts["other" if cls == "engine" and outside else cls][kind] += 1
+    return counts
+
+
+@dataclass(frozen=True)
+class ClientRequests:
+    """The requests of one measurement window, by client class and kind."""
+
+    counts: dict[str, Counter[str]]
+    complete: bool  # False: the log was rotated away past the window's start
+
+
+def audit_requests(mark: AuditMark, end: float, namespace: str | None) -> ClientRequests | None:
+    """:func:`count_requests` over the audit log from ``mark`` to ``end``; None if the log
+    has no request of the window (the API server was started without an audit log: even the
+    benchmark's own ``/metrics`` scrapes would be there)."""
+    files, complete = audit_files(mark)
+    counts = count_requests(audit_lines(files), mark.time, end, namespace)
+    if not any(counts.values()):
+        return None
+    return ClientRequests(counts, complete)
+
+
+def by_count(counts: Mapping[str, int]) -> dict[str, int]:
+    """Biggest first (then by name).
+
+    >>> by_count({"GET pods": 2, "LIST pods": 5, "DELETE pods": 2})
+    {'LIST pods': 5, 'DELETE pods': 2, 'GET pods': 2}
+    """
+    return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def client_summary(requests: ClientRequests | None) -> dict[str, Any]:
+    """The JSON fields of one run from the audit log: ``engine_api_requests`` (and
+    ``_by_kind``), and the totals of the other client classes.
+
+    >>> client_summary(ClientRequests({"engine": Counter({"GET pods": 3, "WATCH pods": 1}),
+    ...     "control plane": Counter({"PATCH pods/status": 9}), "bench": Counter(),
+    ...     "other": Counter()}, True))  # doctest: +NORMALIZE_WHITESPACE
+    {'engine_api_requests': 4, 'engine_api_requests_by_kind': {'GET pods': 3, 'WATCH pods': 1},
+     'control_plane_api_requests': 9, 'bench_api_requests': 0, 'other_api_requests': 0}
+    >>> client_summary(None)
+    {'engine_api_requests': None}
+    """
+    if requests is None:
+        return {"engine_api_requests": None}
+    engine = requests.counts["engine"]
+    entry: dict[str, Any] = {
+        "engine_api_requests": sum(engine.values()),
+        "engine_api_requests_by_kind": by_count(engine),
+    }
+    for cls in CLIENT_CLASSES[1:]:
+        entry[f"{cls.replace(' ', '_')}_api_requests"] = sum(requests.counts[cls].values())
+    if not requests.complete:
+        entry["audit_log_complete"] = False
+    return entry
+
+
 # --- job ends and task ends ----------------------------------------------------------------------
 
 
@@ -262,11 +518,16 @@ def run_dag(
     conf: Mapping[str, Any],
     timeout: float,
     load: Any = None,
+    audit: Path | None = None,
 ) -> dict[str, Any]:
     """Triggers ``dag_id`` on a fresh triggerer and waits for the run to end. ``load`` is a
-    callable returning a Counter of cluster requests (scraped before and after). Returns the
-    measurements (without delays) and the task instances."""
+    callable returning a Counter of cluster requests (scraped before and after). ``audit``: an
+    API server audit log, whose position before the run (``audit_mark``) and the run's end time
+    (``audit_end``, after the last scrape) are returned, for :func:`audit_requests` to read
+    once the run's long requests (watches) have ended. Returns the measurements (without
+    delays) and the task instances."""
     pid = fresh_triggerer(airflow)
+    mark = audit_mark(audit) if audit else None
     before = load() if load else Counter()
     started = time.monotonic()
     with TreeSampler(pid) as sampler:
@@ -279,8 +540,11 @@ def run_dag(
         )
     wall = time.monotonic() - started
     requests = delta(load(), before) if load else {}
+    audit_end = time.time()
     tis = task_instances(airflow, dag_id, run_id)
     return {
+        "audit_mark": mark,
+        "audit_end": audit_end,
         "state": state,
         "wall_s": round(wall, 1),
         "triggerer_cpu_s": round(sampler.cpu_s, 2),

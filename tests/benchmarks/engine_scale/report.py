@@ -12,7 +12,8 @@ OUT = REPO / ".benchmarks"
 JSON_PATH = OUT / "engine_scale.json"
 PNG_PATH = OUT / "engine_scale.png"
 METRICS = (
-    ("api_requests", "API server requests"),
+    ("api_requests", "API server requests (all clients)"),
+    ("engine_api_requests", "API server requests by the engine"),
     ("triggerer_cpu_s", "triggerer CPU (s)"),
     ("triggerer_peak_rss_mb", "triggerer peak RSS (MiB)"),
     ("delay_median_s", "job end -> task success, median (s)"),
@@ -64,14 +65,14 @@ def table(data: dict[str, Any]) -> str:
 
     >>> print(table({"slurm": {"50": {"naive": {"api_requests": 900, "triggerer_cpu_s": 2.5,
     ...     "triggerer_peak_rss_mb": 300.0, "delay_median_s": 3.1, "delay_p95_s": 4.0}}}}))
-    | backend | N | waiter | API requests | triggerer CPU s | triggerer peak RSS MiB | delay median s | delay p95 s |
-    |---|---|---|---|---|---|---|---|
-    | slurm | 50 | naive | 900 | 2.5 | 300.0 | 3.1 | 4.0 |
+    | backend | N | waiter | API requests | engine API requests | triggerer CPU s | triggerer peak RSS MiB | delay median s | delay p95 s |
+    |---|---|---|---|---|---|---|---|---|
+    | slurm | 50 | naive | 900 | - | 2.5 | 300.0 | 3.1 | 4.0 |
     """
     lines = [
-        "| backend | N | waiter | API requests | triggerer CPU s | triggerer peak RSS MiB "
-        "| delay median s | delay p95 s |",
-        "|---|---|---|---|---|---|---|---|",
+        "| backend | N | waiter | API requests | engine API requests | triggerer CPU s "
+        "| triggerer peak RSS MiB | delay median s | delay p95 s |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for backend, by_n in sorted(data.items()):
         for n, runs in sorted(by_n.items(), key=lambda kv: int(kv[0])):
@@ -82,5 +83,53 @@ def table(data: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _ratio(incumbent: Any, anylaunch: Any) -> str:
+    """``incumbent / anylaunch`` as ``"12.3x"``; ``"-"`` when either is missing (or zero).
+
+    >>> _ratio(7981, 650), _ratio(10, None), _ratio(3, 0)
+    ('12.3x', '-', '-')
+    """
+    if not incumbent or not anylaunch:
+        return "-"
+    return f"{incumbent / anylaunch:.1f}x"
+
+
+def ratios(data: dict[str, Any]) -> str:
+    """Requests of each incumbent against anylaunch's on the same backend and N, as a Markdown
+    table: those the engine side made (operators and triggers; the audit log) and those of
+    every client (the API server's or slurmctld's counters).
+
+    >>> print(ratios({"kubernetes": {"200": {
+    ...     "anylaunch": {"api_requests": 11828, "engine_api_requests": 640},
+    ...     "kpo": {"api_requests": 13710, "engine_api_requests": 8600}}}}))
+    | backend | N | incumbent | engine requests: anylaunch | incumbent | incumbent / anylaunch | all requests: anylaunch | incumbent | incumbent / anylaunch |
+    |---|---|---|---|---|---|---|---|---|
+    | kubernetes | 200 | kpo | 640 | 8600 | 13.4x | 11828 | 13710 | 1.2x |
+    """
+    lines = [
+        "| backend | N | incumbent | engine requests: anylaunch | incumbent "
+        "| incumbent / anylaunch | all requests: anylaunch | incumbent | incumbent / anylaunch |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for backend, by_n in sorted(data.items()):
+        for n, runs in sorted(by_n.items(), key=lambda kv: int(kv[0])):
+            ours = runs.get("anylaunch")
+            if ours is None:
+                continue
+            for tool, theirs in sorted(runs.items()):
+                if tool == "anylaunch":
+                    continue
+                cells: list[str] = []
+                for key in ("engine_api_requests", "api_requests"):
+                    a, b = ours.get(key), theirs.get(key)
+                    cells += ["-" if a is None else str(a), "-" if b is None else str(b)]
+                    cells.append(_ratio(b, a))
+                lines.append(f"| {backend} | {n} | {tool} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 if __name__ == "__main__":
-    print(table(json.loads(JSON_PATH.read_text())))
+    results = json.loads(JSON_PATH.read_text())
+    print(table(results))
+    print()
+    print(ratios(results))
