@@ -100,9 +100,11 @@ for env in "${ENVS[@]}"; do
   closing=()
   for selection in "${runs[@]}"; do
     read -r -a sel <<<"$selection"
+    start=$(wc -l <"$log")
     "$venv/bin/python" -m pytest -q --continue-on-collection-errors "${PYTEST_ARGS[@]}" \
       "${sel[@]}" >>"$log" 2>&1 || rc=$?
-    closing+=("$(tail -n 1 "$log")")
+    # pytest's closing line of this run (an engine's thread may still print after it)
+    closing+=("$(tail -n "+$((start + 1))" "$log" | grep -E ' in [0-9.]+s' | tail -n 1 || true)")
   done
   t_test=$((SECONDS - t1))
   tail -n 30 "$log"
