@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -84,3 +88,41 @@ def test_run_keeps_component_args_for_the_component() -> None:
     args = parser.parse_args(["run", "--wait", "utils.echo", "--wait", "--msg", "hi"])
     assert args.wait
     assert args.component_and_args == ["utils.echo", "--wait", "--msg", "hi"]
+
+
+# A Ctrl-C that lands inside code run by exec() of a string (dataclass creation, lazy
+# imports) is remembered by CPython even after the CLI caught it; without care the process
+# then ends by SIGINT (returncode -2) instead of with the CLI's 130. CI saw this flake.
+_INTERRUPTED_IN_EXEC = """
+import argparse
+from anylaunch.cli import main as cli_main
+from anylaunch.cli.cmd_base import SubCommand
+
+class Interrupted(SubCommand):
+    def add_arguments(self, subparser: argparse.ArgumentParser) -> None:
+        pass
+
+    def run(self, args: argparse.Namespace) -> int:
+        print("partial output", flush=False)
+        exec("raise KeyboardInterrupt")
+        return 0
+
+cli_main.get_sub_cmds = lambda: {"interrupted": Interrupted()}
+cli_main.main(["interrupted"])
+"""
+
+
+def test_ctrl_c_inside_exec_still_exits_130_with_output_flushed(tmp_path: Path) -> None:
+    # run with -m, as the console script's ``python -m anylaunch.cli.main`` is: with -c,
+    # CPython exits inside its error printer and never looks at the remembered interrupt
+    (tmp_path / "interrupted_cli.py").write_text(_INTERRUPTED_IN_EXEC)
+    result = subprocess.run(
+        [sys.executable, "-m", "interrupted_cli"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 130, (result.returncode, result.stderr)
+    assert result.stdout == "partial output\n"
+    assert result.stderr.strip() == "anylaunch: interrupted"

@@ -10,10 +10,12 @@ see the traceback as well.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 import anylaunch
 from anylaunch.cli.cmd_base import (
@@ -164,8 +166,25 @@ def main(argv: Sequence[str] | None = None) -> None:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         code = EXIT_ERROR
+    if code == EXIT_INTERRUPTED:
+        _exit_interrupted()
     if code:
         sys.exit(code)
+
+
+def _exit_interrupted() -> NoReturn:
+    """Ends the process with 130 however the Ctrl-C reached us.
+
+    CPython remembers a KeyboardInterrupt that escaped code run by ``exec`` of a string
+    (which dataclasses and lazy imports do) even after we caught it, and then ends the
+    process *by* SIGINT at exit instead of with our code. So the exit status would depend
+    on where the Ctrl-C landed; exiting here, after flushing, keeps it 130 every time.
+    """
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):  # a closed or broken pipe
+            stream.flush()
+    os._exit(EXIT_INTERRUPTED)
 
 
 if __name__ == "__main__":
