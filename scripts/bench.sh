@@ -14,7 +14,8 @@
 # sourced) and installs the `bench` dependency group (the cncf.kubernetes provider, matplotlib)
 # into the project environment. Environment knobs: ANYLAUNCH_ENGINE_SCALE_SLEEP_S (how long each
 # job runs, default 30), and pytest's -k through ANYLAUNCH_ENGINE_SCALE_PYTEST_ARGS
-# (e.g. "-k kubernetes").
+# (e.g. "-k kubernetes"), ANYLAUNCH_ENGINE_SCALE_K8S_TOOLS (the Kubernetes waiters to run,
+# default "anylaunch kpo").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -52,6 +52,8 @@ kubelet = kube_cluster.kubelet
 HERE = Path(__file__).resolve().parent
 NS = [int(n) for n in os.environ.get("ANYLAUNCH_ENGINE_SCALE_N", "50 200 500").split()]
 SLEEP_S = int(os.environ.get("ANYLAUNCH_ENGINE_SCALE_SLEEP_S", "30"))
+# which waiters to run on Kubernetes (default both; e.g. "anylaunch" while tuning it)
+K8S_TOOLS = os.environ.get("ANYLAUNCH_ENGINE_SCALE_K8S_TOOLS", "anylaunch kpo").split()
 
 
 def _timeout(n: int) -> float:
@@ -147,7 +149,7 @@ def test_kubernetes(n: int, airflow: AirflowDeployment, bench_client: Any, kubel
             f"no {harness.AUDIT_LOG}: engine_api_requests is not measured (restart the API server)"
         )
     entries, runs = [], []
-    for tool in ("anylaunch", "kpo"):
+    for tool in K8S_TOOLS:
         with _namespace(bench_client) as namespace:
             measured = harness.run_dag(
                 airflow,

@@ -27,7 +27,9 @@ class CountingClient(KubeClient):
         self.calls: list[str] = []
 
     def _send(self, method: str, path: str, *args: Any) -> Any:
-        self.calls.append(f"{method} {path}")
+        query = args[0] if args else None
+        dry_run = " (dry run)" if query and "dryRun" in query else ""
+        self.calls.append(f"{method} {path}{dry_run}")
         return super()._send(method, path, *args)
 
 

@@ -556,6 +556,23 @@ def test_describe_takes_three_list_calls_whatever_the_replica_or_app_count(
     assert len(counting_client.calls) == 3
 
 
+def test_a_plain_app_is_created_without_a_dry_run_and_a_volcano_one_with(
+    k8s: KubernetesScheduler, counting_client: CountingClient, kube_namespace: str
+) -> None:
+    # a rejected create rolls the others back (see the invalid-overlay test): the dry run
+    # only pays where the server would not check everything at creation
+    cfg = {"namespace": kube_namespace}
+    counting_client.calls.clear()
+    k8s.submit(unschedulable_app(replicas=1), cfg)
+    posts = [c for c in counting_client.calls if c.startswith("POST ")]
+    assert posts and not any(c.endswith("(dry run)") for c in posts), posts
+
+    counting_client.calls.clear()  # the pods of a Volcano job: its CRD does not check them
+    k8s.submit(kitchen_sink(), {**cfg, "mode": "volcano"})
+    dry_runs = [c for c in counting_client.calls if c.endswith("(dry run)")]
+    assert dry_runs, counting_client.calls
+
+
 def _patch_status(client: KubeClient, namespace: str, name: str, status: dict[str, Any]) -> None:
     client.request(
         "PATCH",
