@@ -16,7 +16,8 @@ __all__ = ["AnylaunchAppLink"]
 
 class AnylaunchAppLink(BaseOperatorLink):
     """Links a task to its app's UI, read from the ``ui_url`` XCom the operator pushes as soon
-    as the app is scheduled (so the link also works while the app runs or the task is deferred).
+    as the app is scheduled (so the link also works while the app runs); a task that deferred
+    right after launching fills it in when it ends.
 
     >>> AnylaunchAppLink().name
     'anylaunch app'

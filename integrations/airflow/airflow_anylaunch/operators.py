@@ -202,6 +202,7 @@ class AnylaunchOperator(ResumableJobMixin, BaseOperator):
         self._handle: str | None = None
         self._result: dict[str, Any] | None = None
         self._timed_out = False
+        self._launched = False  # this try scheduled the app (vs. reattached to one)
         self._scheduler_cfg: tuple[str, dict[str, Any]] = ("", {})
         self._redact: Redactor | None = None
         self._told_no_env = False
@@ -451,6 +452,7 @@ class AnylaunchOperator(ResumableJobMixin, BaseOperator):
         self._handle = None
         self._result = None
         self._timed_out = False
+        self._launched = False
         self._redact = None
         try:
             result = self.execute_resumable(context)
@@ -475,6 +477,7 @@ class AnylaunchOperator(ResumableJobMixin, BaseOperator):
         self._redact = self._redactor_for(app)
         self.log.info("anylaunch request for scheduler %s:\n%s", scheduler, self._mask(str(info)))
         handle = self._runner.schedule(info)
+        self._launched = True
         self.log.info("launched anylaunch app %s", handle)
         return handle
 
@@ -566,6 +569,8 @@ class AnylaunchOperator(ResumableJobMixin, BaseOperator):
         from anylaunch.runner.watch import WatchPolicy
 
         handle = str(external_id)
+        if self.deferrable and self.wait_for_completion and self._launched:
+            self._defer_at_once(context, handle)
         observation = self._publish(context, handle)
         if not self.wait_for_completion:
             self._result = self._known(handle, observation)
@@ -676,6 +681,27 @@ class AnylaunchOperator(ResumableJobMixin, BaseOperator):
 
     # --- deferred mode ---------------------------------------------------------------------
 
+    def _defer_at_once(self, context: Context, handle: str) -> NoReturn:
+        """Hands the wait of an app this try just launched to the trigger without asking its
+        scheduler first (as KubernetesPodOperator does): the trigger's first poll is the
+        app's first observation, and the worker slot is freed a backend round trip sooner.
+        The ``ui_url`` XCom is pushed empty here and filled in when the task ends."""
+        from anylaunch.runner.watch import WatchPolicy
+
+        self._handle = handle
+        ti = context["ti"]
+        ti.xcom_push(key=XCOM_APP_HANDLE, value=handle)
+        ti.xcom_push(key=XCOM_UI_URL, value=None)  # the link reads it: it must exist
+        self.ui_url_pushed = True
+        policy = WatchPolicy(
+            self.poll_interval,
+            startup_timeout=self.startup_timeout,
+            run_timeout=self.run_timeout,
+            handle=handle,
+            option_names=("startup_timeout", "run_timeout"),
+        )
+        self._defer(context, handle, policy)
+
     def _defer(self, context: Context, handle: str, policy: WatchPolicy) -> NoReturn:
         """Hands the wait to the trigger, with the policy's deadlines made absolute (they
         survive triggerer restarts)."""
@@ -728,6 +754,9 @@ class AnylaunchOperator(ResumableJobMixin, BaseOperator):
         self.ui_url_pushed = handle is not None  # pushed by the try that deferred
         outcome = event.get("status")
         app_status = event.get("app_status")
+        if handle is not None and isinstance(app_status, dict):
+            # a try that deferred at once pushed it empty: the last status knows it
+            context["ti"].xcom_push(key=XCOM_UI_URL, value=app_status.get("ui_url"))
         if outcome == "success":
             return app_status
         message = event.get("message") or f"anylaunch app {handle}: trigger ended with {event!r}"

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
 from airflow_anylaunch._common import (
+    XCOM_UI_URL,
     LogFollower,
     cancel_app,
     check_handle,
@@ -389,7 +390,8 @@ class AnylaunchAppTrigger(BaseTrigger):
             return None
         value = None if status is None else status_dict(self.app_handle, status, redact)
         self.log.info("anylaunch app %s succeeded: ending the task here", self.app_handle)
-        return cast("TriggerEvent", success(xcoms={"return_value": value}))
+        ui_url = None if value is None else value.get("ui_url")
+        return cast("TriggerEvent", success(xcoms={"return_value": value, XCOM_UI_URL: ui_url}))
 
     async def _cancel(self, why: str) -> None:
         """Cancels the app, best effort: a failing cancel is logged, never raised over the

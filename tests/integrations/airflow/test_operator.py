@@ -43,8 +43,15 @@ def test_deferred_run_streams_the_selected_replica_from_the_trigger(
         assert f"worker/1 tick {i}" in out
     assert "worker/0 tick" not in out  # log_replicas=[1]
     (app,) = apps()
-    result = airflow.xcoms(dagrun, "count")["return_value"]
+    xcoms = airflow.xcoms(dagrun, "count")
+    result = xcoms["return_value"]
     assert (result["app_handle"], result["state"]) == (app.app_handle, "SUCCEEDED")
+    # the worker deferred at once, without asking local_cwd (which would have logged the
+    # UI); the link is filled in from the last status when the task ends
+    assert f"anylaunch app {app.app_handle} UI:" not in out
+    assert xcoms["ui_url"].startswith("file://")
+    assert airflow.app_link(airflow.test_dag("operator_dags.py", "al_deferred_logs"), dagrun,
+                            "count") == xcoms["ui_url"]  # fmt: skip
 
 
 def test_deferred_failure_fails_the_task_with_the_message(
