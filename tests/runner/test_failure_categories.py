@@ -27,8 +27,14 @@ def runner(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Runner]:
     monkeypatch.setenv("DOCKER_HOST", docker_host())
     if kubeconfig() is not None:
         monkeypatch.setenv("KUBECONFIG", str(kubeconfig()))
-    with get_runner(f"fc{time.time_ns() % 10**8}") as runner:
+    session = f"fc{time.time_ns() % 10**8}"
+    with get_runner(session) as runner:
         yield runner
+        # a local_docker app keeps its containers and network until deleted: the engine's
+        # address pool holds ~30 networks, so leaving them behind breaks later runs
+        for app in runner.list("local_docker"):
+            if f"://{session}/" in app.app_handle:
+                runner.delete(app.app_handle)
 
 
 def _app(
