@@ -38,7 +38,6 @@ from anylaunch.schedulers.api import (
     Scheduler,
     Stream,
 )
-from anylaunch.schedulers.changes import ChangeFeed
 from anylaunch.schedulers.docker_containers import build_request
 from anylaunch.schedulers.docker_logs import follow_container_log, read_container_log
 from anylaunch.schedulers.docker_request import (
@@ -151,7 +150,7 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Mapping[str, CfgVal]]):
     def _workspace_docker_client(self) -> Any:
         return self._client()
 
-    def change_feed(self) -> ChangeFeed:
+    def change_feed(self) -> docker_events.DockerEventFeed:
         """The process-wide feed of the engine's app changes: one stream of its container
         events, shared by every scheduler of the same :attr:`docker_host`
         (:mod:`~anylaunch.schedulers.docker_events`); released by :meth:`close`.
