@@ -153,7 +153,10 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Mapping[str, CfgVal]]):
     def change_feed(self) -> docker_events.DockerEventFeed:
         """The process-wide feed of the engine's app changes: one stream of its container
         events, shared by every scheduler of the same :attr:`docker_host`
-        (:mod:`~anylaunch.schedulers.docker_events`); released by :meth:`close`.
+        (:mod:`~anylaunch.schedulers.docker_events`); released by :meth:`close`. The feed
+        has its own connection to :attr:`docker_host` (also when a ``client`` was given).
+        Drivers that cannot get it (see ``anylaunch.runner.wake.scheduler_change_feed``)
+        poll on their interval instead.
 
         Raises:
             MissingDependencyError: the ``docker`` package is not installed.
