@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Iterator, Mapping
 from datetime import datetime, timezone
 from typing import Any
 
@@ -210,3 +211,86 @@ def test_an_unreachable_engine_has_no_feed_and_drivers_poll() -> None:
     assert nowhere in str(err.value)
     with get_runner("offline", docker_host=nowhere) as runner:
         assert scheduler_change_feed(runner, "local_docker") is None
+
+
+# --- the stream's life without an engine: a scripted stand-in for the docker SDK client --------
+
+
+class ScriptedStream:
+    """What ``APIClient.events`` returns: an iterator of events with a ``close``."""
+
+    def __init__(self, events: list[Mapping[str, Any]]) -> None:
+        self._events: Iterator[Mapping[str, Any]] = iter(events)
+        self.closed = False
+
+    def __iter__(self) -> ScriptedStream:
+        return self
+
+    def __next__(self) -> Mapping[str, Any]:
+        if self.closed:
+            raise StopIteration
+        return next(self._events)
+
+    def close(self) -> None:
+        self.closed = True
+
+
+class ScriptedEngine:
+    """A client whose n-th events() call streams the n-th script, then ends (later calls
+    stream nothing and end at once)."""
+
+    def __init__(self, *scripts: list[Mapping[str, Any]]) -> None:
+        self.api = self
+        self.scripts = list(scripts)
+        self.calls: list[dict[str, Any]] = []
+
+    def events(self, **kwargs: Any) -> ScriptedStream:
+        self.calls.append(kwargs)
+        return ScriptedStream(self.scripts.pop(0) if self.scripts else [])
+
+    def close(self) -> None:
+        pass
+
+
+def event(app_id: str, nanos: int) -> dict[str, Any]:
+    return {
+        "Type": "container",
+        "Action": "die",
+        "timeNano": nanos,
+        "Actor": {"Attributes": {"anylaunch.app-id": app_id}},
+    }
+
+
+def test_a_reconnection_replays_from_the_last_event_seen() -> None:
+    engine = ScriptedEngine([event("app-1", 1_700_000_000_000_000_042)])
+    feed = DockerEventFeed(engine, min_backoff=0.05)
+    try:
+        assert feed.wait(["app-1"], WAIT_S) is True
+        deadline = time.monotonic() + WAIT_S
+        while len(engine.calls) < 2:
+            assert time.monotonic() < deadline, "the feed never reconnected"
+            time.sleep(0.01)
+    finally:
+        feed.close()
+    first, second = engine.calls[:2]
+    assert first["since"] is None
+    assert second["since"] == "1700000000.000000042"
+    assert first["filters"]["label"] == ["anylaunch.app-id"]
+    assert first["filters"]["type"] == ["container"] and "die" in first["filters"]["event"]
+
+
+def test_a_stream_that_keeps_ending_is_retried_with_backoff_not_in_a_loop() -> None:
+    engine = ScriptedEngine()  # every stream ends at once
+    feed = DockerEventFeed(engine)
+    try:
+        time.sleep(0.2)
+        before = thread_cpu_seconds(feed.thread)
+        time.sleep(2.0)
+        used = thread_cpu_seconds(feed.thread) - before
+        tries = len(engine.calls)
+    finally:
+        feed.close()
+    assert used < 0.5, f"the event thread used {used:.2f} CPU s"
+    # backoff 0.5 s doubling: a handful of tries, where a loop would make thousands
+    assert 1 <= tries <= 10, tries
+    assert not feed.thread.is_alive()
