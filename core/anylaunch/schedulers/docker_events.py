@@ -207,6 +207,8 @@ class DockerEventFeed(ManualChangeFeed):
             # replayed (since): either way waiters poll once more
             self.notify_all()
             for event in stream:
+                if self._stopped.is_set():  # a stream close could not shut (ssh://)
+                    break
                 if isinstance(event, Mapping):
                     self._on_event(event)
         finally:
