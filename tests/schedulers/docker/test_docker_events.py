@@ -68,16 +68,21 @@ def finished_at(client: Any, app_id: str) -> float:
     return stamp + float(f"0.{fraction or '0'}")
 
 
+def connected(feed: DockerEventFeed, connections: int = 1) -> DockerEventFeed:
+    """``feed`` once its stream has opened ``connections`` times (each opening wakes every
+    waiter once: a test that counts wake-ups drains them after it)."""
+    deadline = time.monotonic() + WAIT_S
+    while feed.connections < connections:
+        assert time.monotonic() < deadline, "the event stream never opened"
+        time.sleep(0.05)
+    return feed
+
+
 def own_feed() -> DockerEventFeed:
     """A feed of the test engine that no scheduler shares (the test may break it)."""
     client = connect()
     assert client is not None
-    feed = DockerEventFeed(client)
-    deadline = time.monotonic() + WAIT_S
-    while feed.connections < 1:
-        assert time.monotonic() < deadline, "the event stream never opened"
-        time.sleep(0.05)
-    return feed
+    return connected(DockerEventFeed(client))
 
 
 def test_a_container_that_exits_wakes_its_waiter_at_once(
@@ -98,17 +103,19 @@ def test_a_container_that_exits_wakes_its_waiter_at_once(
 def test_events_of_another_app_do_not_wake_a_waiter(
     scheduler: DockerScheduler, busybox_image: str
 ) -> None:
-    feed = scheduler.change_feed()
+    feed = connected(scheduler.change_feed())
     quiet = scheduler.schedule(dryrun(scheduler, "sleep 300"))
     until_running(scheduler, quiet)
     other = dryrun(scheduler, "exit 3")
     other_id = other.request.app_id
     drain(feed, [quiet, other_id])
+    streams = feed.connections
     scheduler.schedule(other)
     while not state(scheduler, other_id).is_terminal():
         assert feed.wait([other_id], WAIT_S) is True
     assert state(scheduler, other_id) == AppState.FAILED
     drain(feed, [other_id])  # every event of the other app has arrived by now
+    assert feed.connections == streams, "the stream broke: every waiter was woken"
     assert feed.peek([quiet]) is False
     assert state(scheduler, quiet) == AppState.RUNNING
 
@@ -167,11 +174,7 @@ def test_a_broken_stream_wakes_waiters_and_reconnects_without_losing_events(
         drain(feed, [app_id])
         feed.interrupt()
         assert feed.wait([app_id], WAIT_S) is True  # the waiter re-polls at once
-        deadline = time.monotonic() + WAIT_S
-        while feed.connections < 2:
-            assert time.monotonic() < deadline, "the event stream never reopened"
-            time.sleep(0.05)
-        drain(feed, [app_id])
+        drain(connected(feed, 2), [app_id])
         assert feed.peek([app_id]) is False
         scheduler.cancel(app_id)  # its containers stop: events on the new stream
         assert feed.wait([app_id], WAIT_S) is True
