@@ -24,11 +24,13 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import threading
 import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from anylaunch.schedulers import docker_engine as engine
+from anylaunch.schedulers import docker_events
 from anylaunch.schedulers.api import (
     DescribeAppResponse,
     ListAppResponse,
@@ -124,6 +126,8 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Mapping[str, CfgVal]]):
         self._docker_host = docker_host
         self.start_timeout = check_seconds("start_timeout", start_timeout, positive=True)
         self.__client = client
+        self._feed: docker_events.DockerEventFeed | None = None
+        self._feed_lock = threading.Lock()
 
     # --- the engine -----------------------------------------------------------------------
 
@@ -146,8 +150,36 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Mapping[str, CfgVal]]):
     def _workspace_docker_client(self) -> Any:
         return self._client()
 
+    def change_feed(self) -> docker_events.DockerEventFeed:
+        """The process-wide feed of the engine's app changes: one stream of its container
+        events, shared by every scheduler of the same :attr:`docker_host`
+        (:mod:`~anylaunch.schedulers.docker_events`); released by :meth:`close`. The feed
+        has its own connection to :attr:`docker_host` (also when a ``client`` was given).
+        Drivers that cannot get it (see ``anylaunch.runner.wake.scheduler_change_feed``)
+        poll on their interval instead.
+
+        Raises:
+            MissingDependencyError: the ``docker`` package is not installed.
+            DockerEngineUnavailableError: no engine answers at :attr:`docker_host`.
+        """
+        with self._feed_lock:
+            feed = self._feed
+            if feed is None or not feed.usable:
+                self._feed = None
+                if feed is not None:
+                    docker_events.release(feed)
+                feed = self._feed = docker_events.acquire(
+                    self.docker_host, lambda: engine.connect(self._docker_host, self.docker_host)
+                )
+            return feed
+
     def close(self) -> None:
-        """Closes the connection to the engine (it reconnects when used again)."""
+        """Closes the connection to the engine (it reconnects when used again) and releases
+        the change feed (stopped once no scheduler of the engine uses it)."""
+        with self._feed_lock:
+            feed, self._feed = self._feed, None
+        if feed is not None:
+            docker_events.release(feed)
         client, self.__client = self.__client, None
         if client is not None:
             with contextlib.suppress(Exception):
