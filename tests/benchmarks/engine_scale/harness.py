@@ -117,6 +117,18 @@ def fresh_triggerer(airflow: AirflowDeployment) -> int:
     return airflow.daemons["triggerer"].pid
 
 
+def idle_triggerer_cpu_per_s(airflow: AirflowDeployment, seconds: float = 30.0) -> float:
+    """CPU seconds per second a freshly restarted triggerer with no triggers uses (Airflow's
+    own loops: heartbeats, trigger assignment queries): the floor under every waiter's
+    ``triggerer_cpu_s``, which ``triggerer_idle_cpu_s`` (this rate times the run's wall time)
+    states in each entry."""
+    pid = fresh_triggerer(airflow)
+    time.sleep(5.0)  # past the start-up work
+    with TreeSampler(pid) as sampler:
+        time.sleep(seconds)
+    return sampler.cpu_s / seconds
+
+
 # --- API server and Slurm controller load ------------------------------------------------------
 
 _SAMPLE = re.compile(r"^apiserver_request_total\{(?P<labels>[^}]*)\} (?P<value>\S+)$")

@@ -13,7 +13,9 @@ PostgreSQL).
   ``engine_api_requests_by_kind``; ``control_plane_api_requests``, ``bench_api_requests`` (this
   benchmark's own client) and ``other_api_requests`` (other namespaces) are the rest.
   Without an audit log (an API server started before 30-kubernetes.sh enabled it)
-  ``engine_api_requests`` is null.
+  ``engine_api_requests`` is null. ``triggerer_idle_cpu_s`` is what the same triggerer uses
+  with no triggers over the run's wall time (Airflow's own loops), the floor under
+  ``triggerer_cpu_s``.
 - slurm: ``AnylaunchOperator(scheduler="slurm")`` vs ``sbatch`` + a deferrable trigger polling
   ``squeue -j``/``sacct -j`` per job (naive_slurm.py). ``api_requests`` counts slurmctld RPCs
   (``sdiag``; sacct's slurmdbd queries are not in it).
@@ -165,8 +167,9 @@ def test_kubernetes(n: int, airflow: AirflowDeployment, bench_client: Any, kubel
         runs.append((tool, entry, measured, namespace))
     # a watch is logged only once it ends: restart the triggerer (ending its watches) before
     # reading the audit log of every run
-    harness.fresh_triggerer(airflow)
+    idle = harness.idle_triggerer_cpu_per_s(airflow)  # restarts it too
     for tool, entry, measured, namespace in runs:
+        entry["triggerer_idle_cpu_s"] = round(idle * entry["wall_s"], 2)
         clients = harness.audit_requests(measured["audit_mark"], measured["audit_end"], namespace)
         entry.update(harness.client_summary(clients))
         record("kubernetes", n, tool, entry)
