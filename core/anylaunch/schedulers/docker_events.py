@@ -47,6 +47,7 @@ from typing import Any
 
 from anylaunch.schedulers.changes import ManualChangeFeed
 from anylaunch.schedulers.docker_request import LABEL_APP_ID
+from anylaunch.schedulers.sharing import SharedPool
 
 __all__ = [
     "MAX_BACKOFF_S",
@@ -233,8 +234,7 @@ def _shut(stream: Any) -> None:
 
 # --- process-wide sharing --------------------------------------------------------------------
 
-_SHARED: dict[str, tuple[DockerEventFeed, int]] = {}
-_SHARED_LOCK = threading.Lock()
+_SHARED: SharedPool[str, DockerEventFeed] = SharedPool()
 
 
 def acquire(docker_host: str, connect: Callable[[], Any]) -> DockerEventFeed:
@@ -247,53 +247,19 @@ def acquire(docker_host: str, connect: Callable[[], Any]) -> DockerEventFeed:
             exists, outside any lock. What it raises (e.g. the engine is unreachable)
             propagates.
     """
-    with _SHARED_LOCK:
-        feed, users = _SHARED.get(docker_host, (None, 0))
-        if feed is not None and feed.usable:
-            _SHARED[docker_host] = (feed, users + 1)
-            return feed
-    client = connect()
-    with _SHARED_LOCK:
-        feed, users = _SHARED.get(docker_host, (None, 0))
-        if feed is not None and feed.usable:  # another thread made one meanwhile
-            _SHARED[docker_host] = (feed, users + 1)
-            made = None
-        else:
-            feed = made = DockerEventFeed(client)
-            _SHARED[docker_host] = (feed, 1)
-    if made is None:
-        with contextlib.suppress(Exception):
-            client.close()
-    return feed
+    return _SHARED.acquire(
+        docker_host,
+        make=lambda: DockerEventFeed(connect()),
+        usable=lambda feed: feed.usable,
+        discard=DockerEventFeed.close,
+    )
 
 
 def release(feed: DockerEventFeed) -> None:
     """One user is done with ``feed``; the last one closes it."""
-    with _SHARED_LOCK:
-        for key, (shared, users) in list(_SHARED.items()):
-            if shared is feed:
-                if users > 1:
-                    _SHARED[key] = (shared, users - 1)
-                    return
-                del _SHARED[key]
-                break
-    feed.close()
+    _SHARED.release(feed, DockerEventFeed.close)
 
 
 def _forget(feed: DockerEventFeed) -> None:
     """Drops a closed feed from the registry (the next :func:`acquire` makes a new one)."""
-    with _SHARED_LOCK:
-        for key, (shared, _) in list(_SHARED.items()):
-            if shared is feed:
-                del _SHARED[key]
-
-
-def _after_fork_in_child() -> None:
-    # the threads did not survive the fork, and a lock may have been held at it: start afresh
-    global _SHARED_LOCK
-    _SHARED_LOCK = threading.Lock()
-    _SHARED.clear()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_after_fork_in_child)
+    _SHARED.forget(feed)

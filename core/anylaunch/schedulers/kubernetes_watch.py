@@ -36,6 +36,7 @@ from anylaunch.schedulers.kubernetes_client import (
 )
 from anylaunch.schedulers.kubernetes_names import LABEL_APP_ID, LABEL_MODE, parse_app_id
 from anylaunch.schedulers.kubernetes_state import AppView
+from anylaunch.schedulers.sharing import SharedPool
 
 __all__ = [
     "OWN_WRITE_S",
@@ -444,8 +445,7 @@ class KubeChangeFeed(ManualChangeFeed):
 
 # --- process-wide sharing --------------------------------------------------------------------
 
-_SHARED: dict[tuple[str, str, str], tuple[KubeWatch, int]] = {}
-_SHARED_LOCK = threading.Lock()
+_SHARED: SharedPool[tuple[str, str, str], KubeWatch] = SharedPool()
 
 
 def _server(client: KubeClient) -> str:
@@ -462,23 +462,14 @@ def acquire(client: KubeClient, selector: str, identity: str = "") -> KubeWatch:
             from); only users of the same server, identity and selector share a watch, so a
             cache filled with one user's permissions never answers another's describes
     """
-    key = (_server(client), identity, selector)
-    with _SHARED_LOCK:
-        watch, users = _SHARED.get(key, (None, 0))
-        if watch is None or watch.stopped.is_set():
-            watch, users = KubeWatch(client, selector), 0
-        _SHARED[key] = (watch, users + 1)
-        return watch
+    return _SHARED.acquire(
+        (_server(client), identity, selector),
+        make=lambda: KubeWatch(client, selector),
+        usable=lambda watch: not watch.stopped.is_set(),
+        discard=KubeWatch.close,
+    )
 
 
 def release(watch: KubeWatch) -> None:
     """One user is done with ``watch``; the last one stops it."""
-    with _SHARED_LOCK:
-        for key, (shared, users) in list(_SHARED.items()):
-            if shared is watch:
-                if users > 1:
-                    _SHARED[key] = (shared, users - 1)
-                    return
-                del _SHARED[key]
-                break
-    watch.close()
+    _SHARED.release(watch, KubeWatch.close)

@@ -566,7 +566,6 @@ class AnylaunchOperator(ResumableJobMixin, BaseOperator):
     def poll_until_complete(self, external_id: Any, context: Context) -> None:
         """Waits for the app here, or defers to the trigger; raises if it did not succeed."""
         from airflow_anylaunch._watch import SyncWatch
-        from anylaunch.runner.watch import WatchPolicy
 
         handle = str(external_id)
         if self.deferrable and self.wait_for_completion and self._launched:
@@ -576,13 +575,7 @@ class AnylaunchOperator(ResumableJobMixin, BaseOperator):
             self._result = self._known(handle, observation)
             return
         assert self._runner is not None
-        policy = WatchPolicy(
-            self.poll_interval,
-            startup_timeout=self.startup_timeout,
-            run_timeout=self.run_timeout,
-            handle=handle,
-            option_names=("startup_timeout", "run_timeout"),
-        )
+        policy = self._policy(handle)
         watch = SyncWatch(
             self._runner,
             handle,
@@ -686,21 +679,24 @@ class AnylaunchOperator(ResumableJobMixin, BaseOperator):
         scheduler first (as KubernetesPodOperator does): the trigger's first poll is the
         app's first observation, and the worker slot is freed a backend round trip sooner.
         The ``ui_url`` XCom is pushed empty here and filled in when the task ends."""
-        from anylaunch.runner.watch import WatchPolicy
-
         self._handle = handle
         ti = context["ti"]
         ti.xcom_push(key=XCOM_APP_HANDLE, value=handle)
         ti.xcom_push(key=XCOM_UI_URL, value=None)  # the link reads it: it must exist
         self.ui_url_pushed = True
-        policy = WatchPolicy(
+        self._defer(context, handle, self._policy(handle))
+
+    def _policy(self, handle: str) -> WatchPolicy:
+        """The lifecycle policy of this task's wait on ``handle`` (its clock starts now)."""
+        from anylaunch.runner.watch import WatchPolicy
+
+        return WatchPolicy(
             self.poll_interval,
             startup_timeout=self.startup_timeout,
             run_timeout=self.run_timeout,
             handle=handle,
             option_names=("startup_timeout", "run_timeout"),
         )
-        self._defer(context, handle, policy)
 
     def _defer(self, context: Context, handle: str, policy: WatchPolicy) -> NoReturn:
         """Hands the wait to the trigger, with the policy's deadlines made absolute (they
