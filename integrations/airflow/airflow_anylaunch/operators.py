@@ -206,8 +206,7 @@ class AnylaunchOperator(ResumableJobMixin, BaseOperator):
         self._scheduler_cfg: tuple[str, dict[str, Any]] = ("", {})
         self._redact: Redactor | None = None
         self._told_no_env = False
-        #: whether the ``ui_url`` XCom exists for this try (the extra link reads it only then,
-        #: so an input error leaves no "XCom not found" error in the task log)
+        #: whether this try's ``ui_url`` XCom exists (else the link must not read it)
         self.ui_url_pushed = False
 
     # --- templating ------------------------------------------------------------------------
@@ -675,10 +674,8 @@ class AnylaunchOperator(ResumableJobMixin, BaseOperator):
     # --- deferred mode ---------------------------------------------------------------------
 
     def _defer_at_once(self, context: Context, handle: str) -> NoReturn:
-        """Hands the wait of an app this try just launched to the trigger without asking its
-        scheduler first (as KubernetesPodOperator does): the trigger's first poll is the
-        app's first observation, and the worker slot is freed a backend round trip sooner.
-        The ``ui_url`` XCom is pushed empty here and filled in when the task ends."""
+        """Defers a just-launched app's wait without asking its scheduler first (as
+        KubernetesPodOperator does); ``ui_url`` is pushed empty, filled in at the end."""
         self._handle = handle
         ti = context["ti"]
         ti.xcom_push(key=XCOM_APP_HANDLE, value=handle)
