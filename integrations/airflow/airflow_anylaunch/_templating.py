@@ -11,12 +11,15 @@ from __future__ import annotations
 import dataclasses
 import datetime
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
+    from airflow_anylaunch.operators import AnylaunchOperator
     from anylaunch.specs.api import AppDef
 
-__all__ = ["render_appdef", "sample_context"]
+T = TypeVar("T", bound="AnylaunchOperator")
+
+__all__ = ["render_appdef", "rendered_copy", "sample_context"]
 
 
 def _text(value: Any, field: str) -> str:
@@ -97,3 +100,31 @@ def sample_context(task: Any, logical_date: datetime.datetime) -> dict[str, Any]
         "macros": macros,
         "params": {key: task.params[key] for key in task.params},
     }
+
+
+def rendered_copy(task: T, logical_date: datetime.datetime) -> T:
+    """A copy of the operator ``task`` with its template fields rendered for a manual run at
+    ``logical_date`` (see :func:`sample_context`) and its arguments checked again."""
+    import copy
+
+    import jinja2
+
+    from airflow_anylaunch._operator_args import check_operator_args
+    from airflow_anylaunch.exceptions import AnylaunchInputError
+
+    if not isinstance(logical_date, datetime.datetime):
+        raise AnylaunchInputError(
+            f"logical_date={type(logical_date).__name__} is invalid: must be a datetime. "
+            "Fix: pass e.g. datetime(2026, 1, 1)"
+        )
+    op = copy.copy(task)  # rendering replaces the template fields, never the task's own
+    try:
+        op.render_template_fields(sample_context(op, logical_date))  # type: ignore[arg-type]
+    except jinja2.UndefinedError as e:
+        raise AnylaunchInputError(
+            f"a dry run cannot render a template of task {task.task_id}: {e}. Fix: only "
+            "dates, ids, params and macros exist in a dry run; `airflow tasks test` renders "
+            "var, conn and ti"
+        ) from None
+    check_operator_args(op, parse_time=False)
+    return op

@@ -359,28 +359,9 @@ class AnylaunchOperator(ResumableJobMixin, BaseOperator):
         print(op._redactor_for(app)(str(info)))
 
     def _rendered_copy(self, logical_date: datetime) -> AnylaunchOperator:
-        import copy
+        from airflow_anylaunch._templating import rendered_copy
 
-        from airflow_anylaunch._templating import sample_context
-
-        if not isinstance(logical_date, datetime):
-            raise AnylaunchInputError(
-                f"logical_date={type(logical_date).__name__} is invalid: must be a datetime. "
-                "Fix: pass e.g. datetime(2026, 1, 1)"
-            )
-        import jinja2
-
-        op = copy.copy(self)  # rendering replaces the template fields, never self's
-        try:
-            op.render_template_fields(sample_context(op, logical_date))  # type: ignore[arg-type]
-        except jinja2.UndefinedError as e:
-            raise AnylaunchInputError(
-                f"a dry run cannot render a template of task {self.task_id}: {e}. Fix: only "
-                "dates, ids, params and macros exist in a dry run; `airflow tasks test` renders "
-                "var, conn and ti"
-            ) from None
-        check_operator_args(op, parse_time=False)
-        return op
+        return rendered_copy(self, logical_date)
 
     def _dryrun(
         self,
@@ -546,7 +527,7 @@ class AnylaunchOperator(ResumableJobMixin, BaseOperator):
             )
             observation = PollError(e)
         ui_url = observation.ui_url if isinstance(observation, AppStatus) else None
-        ti.xcom_push(key=XCOM_UI_URL, value=ui_url)
+        ti.xcom_push(key=XCOM_UI_URL, value=ui_url or "")  # 3.0 refuses None
         self.ui_url_pushed = True
         if ui_url:
             self.log.info("anylaunch app %s UI: %s", handle, ui_url)
@@ -679,7 +660,8 @@ class AnylaunchOperator(ResumableJobMixin, BaseOperator):
         self._handle = handle
         ti = context["ti"]
         ti.xcom_push(key=XCOM_APP_HANDLE, value=handle)
-        ti.xcom_push(key=XCOM_UI_URL, value=None)  # the link reads it: it must exist
+        # the link reads it, so it must exist; "" as Airflow 3.0's API refuses a None value
+        ti.xcom_push(key=XCOM_UI_URL, value="")
         self.ui_url_pushed = True
         self._defer(context, handle, self._policy(handle))
 
@@ -749,7 +731,7 @@ class AnylaunchOperator(ResumableJobMixin, BaseOperator):
         app_status = event.get("app_status")
         if handle is not None and isinstance(app_status, dict):
             # a try that deferred at once pushed it empty: the last status knows it
-            context["ti"].xcom_push(key=XCOM_UI_URL, value=app_status.get("ui_url"))
+            context["ti"].xcom_push(key=XCOM_UI_URL, value=app_status.get("ui_url") or "")
         if outcome == "success":
             return app_status
         message = event.get("message") or f"anylaunch app {handle}: trigger ended with {event!r}"
