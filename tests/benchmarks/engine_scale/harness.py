@@ -15,7 +15,9 @@
 - delay from a job's end to its task's success: the job's end is the pod container's
   ``State.FinishedAt`` from the Docker engine (nanoseconds; the pod status's ``finishedAt`` has
   whole seconds only), or the time the job script noted when it ended (local_cwd, Slurm); the
-  task's success is the task instance's ``end_date``.
+  task's success is the task instance's ``end_date``. On Kubernetes it is also split at the
+  kubelet's first pod status report after the exit (audit log): the control plane's part and
+  the waiter's and engine's part (``delay_split``).
 """
 
 from __future__ import annotations
@@ -448,8 +450,16 @@ def _parse_time(text: str) -> float:
     return datetime.fromisoformat(text).timestamp()
 
 
-def pod_container_ends(namespace: str) -> dict[int, float]:
-    """``BENCH_INDEX`` → when the container exited, for the pods of ``namespace``."""
+@dataclass(frozen=True)
+class PodExit:
+    """When a benchmark pod's container exited, and the pod's name."""
+
+    end: float
+    pod: str
+
+
+def pod_container_exits(namespace: str) -> dict[int, PodExit]:
+    """``BENCH_INDEX`` → when the container exited and its pod, for the pods of ``namespace``."""
     docker = ["docker", "-H", DOCKER_HOST]
     ids = subprocess.run(
         [
@@ -472,13 +482,101 @@ def pod_container_ends(namespace: str) -> dict[int, float]:
             [*docker, "inspect", *ids], capture_output=True, text=True, check=True
         ).stdout
     )
-    ends: dict[int, float] = {}
+    exits: dict[int, PodExit] = {}
     for container in inspected:
         env = dict(e.split("=", 1) for e in container["Config"]["Env"] if "=" in e)
         state = container["State"]
         if "BENCH_INDEX" in env and not state.get("Running"):
-            ends[int(env["BENCH_INDEX"])] = _parse_time(state["FinishedAt"])
-    return ends
+            pod = str(container["Config"].get("Labels", {}).get("io.kubernetes.pod.name", ""))
+            exits[int(env["BENCH_INDEX"])] = PodExit(_parse_time(state["FinishedAt"]), pod)
+    return exits
+
+
+def pod_container_ends(namespace: str) -> dict[int, float]:
+    """``BENCH_INDEX`` → when the container exited, for the pods of ``namespace``."""
+    return {i: e.end for i, e in pod_container_exits(namespace).items()}
+
+
+def kubelet_status_reports(
+    lines: Iterable[str], start: float, end: float, namespace: str
+) -> dict[str, list[float]]:
+    """Pod name → when the kubelet's pod status updates (``PATCH pods/status``) of
+    ``namespace`` reached the API server, from audit events, in order. The first one at or
+    after a container's exit is when the cluster learnt of it: what any waiter can see first.
+
+    >>> def line(uid, t, agent="kubelet/v1.20.2", name="p-1", sub="status"):
+    ...     return json.dumps({"auditID": uid, "stage": "ResponseComplete", "verb": "patch",
+    ...         "userAgent": agent, "objectRef": {"resource": "pods", "namespace": "run-1",
+    ...         "name": name, "subresource": sub},
+    ...         "requestReceivedTimestamp": f"2026-11-26T03:00:{t:02d}.5Z"})
+    >>> start = _parse_time("2026-11-26T03:00:00Z")
+    >>> lines = [line("a", 3), line("b", 1), line("c", 2, agent="OpenAPI-Generator"),
+    ...          line("d", 4, sub=None), line("e", 5, name="p-2"), line("a", 3)]
+    >>> {pod: [t - start for t in times] for pod, times in
+    ...  kubelet_status_reports(lines, start, start + 60, "run-1").items()}
+    {'p-1': [1.5, 3.5], 'p-2': [5.5]}
+    """
+    seen: set[str] = set()
+    reports: dict[str, list[float]] = {}
+    for line in lines:
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue
+        if not isinstance(event, dict) or event.get("stage") not in _ANSWERED:
+            continue
+        ref = event.get("objectRef") or {}
+        if (
+            event.get("verb") != "patch"
+            or ref.get("resource") != "pods"
+            or ref.get("subresource") != "status"
+            or ref.get("namespace") != namespace
+            or not str(event.get("userAgent", "")).startswith("kubelet/")
+        ):
+            continue
+        audit_id = str(event.get("auditID", ""))
+        if audit_id in seen:
+            continue
+        seen.add(audit_id)
+        try:
+            received = _parse_time(str(event["requestReceivedTimestamp"]))
+        except (KeyError, ValueError):
+            continue
+        if start <= received <= end:
+            reports.setdefault(str(ref.get("name", "")), []).append(received)
+    return {pod: sorted(times) for pod, times in reports.items()}
+
+
+def delay_split(
+    tis: list[dict[str, Any]], exits: Mapping[int, PodExit], reports: Mapping[str, list[float]]
+) -> dict[str, Any]:
+    """The end-to-task delay split where the cluster learnt of the exit (the kubelet's first
+    status report after it): ``kubelet_report_*`` is the control plane's part, the same for every
+    waiter (the kubelet notices exits by relisting containers, every second in Kubernetes
+    1.20); ``after_report_*`` is the waiter's and the engine's part.
+
+    >>> tis = [{"map_index": 0, "end_date": "2026-11-26T03:00:05Z"}]
+    >>> exits = {0: PodExit(_parse_time("2026-11-26T03:00:03Z"), "p-0")}
+    >>> delay_split(tis, exits, {"p-0": [exits[0].end - 1, exits[0].end + 0.5]})
+    {'kubelet_report_median_s': 0.5, 'after_report_median_s': 1.5, 'after_report_p95_s': 1.5}
+    """
+    to_report, after_report = [], []
+    for ti in tis:
+        found = exits.get(ti["map_index"])
+        if found is None or not ti.get("end_date"):
+            continue
+        report = next((t for t in reports.get(found.pod, []) if t >= found.end), None)
+        if report is None:
+            continue
+        to_report.append(report - found.end)
+        after_report.append(_parse_time(ti["end_date"]) - report)
+    if not to_report:
+        return {}
+    return {
+        "kubelet_report_median_s": round(statistics.median(to_report), 3),
+        "after_report_median_s": round(statistics.median(after_report), 3),
+        "after_report_p95_s": round(p95(after_report), 3),
+    }
 
 
 def noted_ends(out: Path) -> dict[int, float]:

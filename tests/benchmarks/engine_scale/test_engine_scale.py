@@ -15,7 +15,8 @@ PostgreSQL).
   Without an audit log (an API server started before 30-kubernetes.sh enabled it)
   ``engine_api_requests`` is null. ``triggerer_idle_cpu_s`` is what the same triggerer uses
   with no triggers over the run's wall time (Airflow's own loops), the floor under
-  ``triggerer_cpu_s``.
+  ``triggerer_cpu_s``. ``kubelet_report_median_s`` and ``after_report_median_s``/``_p95_s``
+  split the delay where the kubelet reported the exit (see ``harness.delay_split``).
 - slurm: ``AnylaunchOperator(scheduler="slurm")`` vs ``sbatch`` + a deferrable trigger polling
   ``squeue -j``/``sacct -j`` per job (naive_slurm.py). ``api_requests`` counts slurmctld RPCs
   (``sdiag``; sacct's slurmdbd queries are not in it).
@@ -161,17 +162,23 @@ def test_kubernetes(n: int, airflow: AirflowDeployment, bench_client: Any, kubel
                 load=lambda: harness.scrape_apiserver(bench_client),
                 audit=harness.AUDIT_LOG,
             )
-            entry = harness.summarize(
-                measured, harness.pod_container_ends(namespace), "api_requests"
-            )
-        runs.append((tool, entry, measured, namespace))
+            exits = harness.pod_container_exits(namespace)
+            ends = {i: e.end for i, e in exits.items()}
+            entry = harness.summarize(measured, ends, "api_requests")
+        runs.append((tool, entry, measured, namespace, exits))
     # a watch is logged only once it ends: restart the triggerer (ending its watches) before
     # reading the audit log of every run
     idle = harness.idle_triggerer_cpu_per_s(airflow)  # restarts it too
-    for tool, entry, measured, namespace in runs:
+    for tool, entry, measured, namespace, exits in runs:
         entry["triggerer_idle_cpu_s"] = round(idle * entry["wall_s"], 2)
-        clients = harness.audit_requests(measured["audit_mark"], measured["audit_end"], namespace)
+        mark, end = measured["audit_mark"], measured["audit_end"]
+        clients = harness.audit_requests(mark, end, namespace)
         entry.update(harness.client_summary(clients))
+        files, _ = harness.audit_files(mark)
+        reports = harness.kubelet_status_reports(
+            harness.audit_lines(files), mark.time, end, namespace
+        )
+        entry.update(harness.delay_split(measured["tis"], exits, reports))
         record("kubernetes", n, tool, entry)
         entries.append(entry)
     for entry in entries:  # both waiters measured, even if one had a failed task

@@ -49,29 +49,34 @@ def test_kubernetes_trigger_notice(
     monkeypatch.setenv("KUBECONFIG", config)
     with _namespace(bench_client) as namespace:
         cfg = {"namespace": namespace, "image_pull_policy": "Never", "reserved_millicpu": 990}
-        handles = []
-        with get_runner("notice") as runner:
-            for i in range(n):
-                role = Role(
-                    "sleeper",
-                    kube_cluster.BUSYBOX,
-                    entrypoint="sh",
-                    args=["-c", 'sleep "$SLEEP_S"'],
-                    env={"BENCH_INDEX": str(i), "SLEEP_S": str(SLEEP_S)},
-                    resource=Resource(cpu=1, gpu=0, memMB=128),
-                )
-                handles.append(runner.run(AppDef("sleeper", [role]), "kubernetes", cfg))
-        triggers = []
-        for i, handle in enumerate(handles):
+
+        def launch(runner: Any, i: int) -> Any:
+            """Launches app ``i`` and returns its trigger, as a task that defers at once."""
+            role = Role(
+                "sleeper",
+                kube_cluster.BUSYBOX,
+                entrypoint="sh",
+                args=["-c", 'sleep "$SLEEP_S"'],
+                env={"BENCH_INDEX": str(i), "SLEEP_S": str(SLEEP_S)},
+                resource=Resource(cpu=1, gpu=0, memMB=128),
+            )
+            handle = runner.run(AppDef("sleeper", [role]), "kubernetes", cfg)
             trigger = AnylaunchAppTrigger(handle, poll_interval=2.0)
             trigger.task_instance = SimpleNamespace(
                 task_id="app", dag_id="notice", run_id="r", map_index=i
             )
-            triggers.append(trigger)
+            return trigger
 
         async def main() -> list[tuple[float, str]]:
+            # each trigger starts right after its launch, while the next ones launch (launching
+            # them all first would count the launch loop's time in the early pods' delays)
             deadline = SLEEP_S + 300 + 6 * n  # a safety net, never a measurement
-            return list(await asyncio.gather(*(_first_event(t, deadline) for t in triggers)))
+            waits = []
+            with get_runner("notice") as runner:
+                for i in range(n):
+                    trigger = await asyncio.to_thread(launch, runner, i)
+                    waits.append(asyncio.create_task(_first_event(trigger, deadline)))
+            return list(await asyncio.gather(*waits))
 
         events = asyncio.run(main())
         ends = harness.pod_container_ends(namespace)

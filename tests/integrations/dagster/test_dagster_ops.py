@@ -55,20 +55,63 @@ def entries_with(instance: dg.DagsterInstance, run_id: str, text: str) -> List[d
     ]
 
 
+#: Prints a line, then waits until the op has written both replicas' first lines into the run
+#: log (marker files a run logger writes) before printing its last: the order proves the lines
+#: were logged while the app ran, however loaded the machine is.
 STREAMING_APP = """\
-import os, time
+import os, sys, time
 print("early line", flush=True)
-time.sleep(1.5)
+marks = [os.path.join({marks!r}, str(k)) for k in (0, 1)]
+deadline = time.monotonic() + 120
+while not all(map(os.path.exists, marks)):
+    if time.monotonic() > deadline:
+        sys.exit("the early lines never reached the run log while the app ran")
+    time.sleep(0.05)
 print("late line", flush=True)
 """
 
 
-def test_op_streams_the_apps_lines_into_the_run_log_as_they_are_written(
-    instance: dg.DagsterInstance, launched_apps, user_logs
-) -> None:
-    op_def = build_anylaunch_op("stream", python_app("stream", STREAMING_APP, num_replicas=2))
-    result = one_op_job(op_def).execute_in_process(instance=instance)
+def marker_logger(marks: Path) -> dg.LoggerDefinition:
+    """A run logger that notes (as the file ``marks/<k>``) when ``main/<k> early line`` is
+    logged."""
+    import logging
 
+    class Marker(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            for k in (0, 1):
+                if f"main/{k} early line" in record.getMessage():
+                    (marks / str(k)).touch()
+
+    @dg.logger
+    def _marker(_init_context: dg.InitLoggerContext) -> logging.Logger:
+        log = logging.Logger("anylaunch-test-marker", logging.INFO)
+        log.addHandler(Marker())
+        return log
+
+    return _marker
+
+
+def test_op_streams_the_apps_lines_into_the_run_log_as_they_are_written(
+    instance: dg.DagsterInstance, launched_apps, user_logs, tmp_path: Path
+) -> None:
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    app = python_app("stream", STREAMING_APP.format(marks=str(marks)), num_replicas=2)
+    op_def = build_anylaunch_op("stream", app)
+
+    @dg.job(
+        name="stream_job",
+        resource_defs={"anylaunch": FAST},
+        logger_defs={"marker": marker_logger(marks), "console": dg.colored_console_logger},
+    )
+    def stream_job() -> None:
+        op_def()
+
+    result = stream_job.execute_in_process(
+        instance=instance, run_config={"loggers": {"marker": {}, "console": {}}}
+    )
+
+    # the app waited for its early lines to be in the run log before it ended
     assert result.success
     (app,) = launched_apps()
     status = result.output_for_node("stream")
@@ -78,8 +121,7 @@ def test_op_streams_the_apps_lines_into_the_run_log_as_they_are_written(
         early = entries_with(instance, result.run_id, f"main/{k} early line")
         late = entries_with(instance, result.run_id, f"main/{k} late line")
         assert len(early) == 1 and len(late) == 1, logs
-        # logged while the app ran, not collected at its end
-        assert late[0].timestamp - early[0].timestamp >= 1.0
+        assert early[0].timestamp < late[0].timestamp
     launched_at = next(i for i, m in enumerate(logs) if m.startswith(f"launched {app.app_handle}"))
     request_at = next(
         i for i, m in enumerate(logs) if "anylaunch request for scheduler local_cwd" in m
