@@ -314,6 +314,32 @@ def request_kind(event: Mapping[str, Any]) -> str:
     return f"{verb} {resource}"
 
 
+def _answered(
+    lines: Iterable[str], start: float, end: float
+) -> Iterator[tuple[dict[str, Any], float]]:
+    """Each answered request of audit event ``lines`` received between ``start`` and ``end``
+    (POSIX times), once however many stages it logged, with the time it was received; lines
+    that are not JSON (cut by an offset, or being written) are skipped."""
+    seen: set[str] = set()
+    for line in lines:
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue
+        if not isinstance(event, dict) or event.get("stage") not in _ANSWERED:
+            continue
+        audit_id = str(event.get("auditID", ""))
+        if audit_id in seen:
+            continue
+        try:
+            received = _parse_time(str(event["requestReceivedTimestamp"]))
+        except (KeyError, ValueError):
+            continue
+        if start <= received <= end:
+            seen.add(audit_id)
+            yield event, received
+
+
 def count_requests(
     lines: Iterable[str], start: float, end: float, namespace: str | None = None
 ) -> dict[str, Counter[str]]:
@@ -350,28 +376,15 @@ def count_requests(
      'control plane': {'POST events': 1}, 'bench': {'GET /version': 1},
      'other': {'LIST pods': 1}}
     """
-    requests: dict[str, tuple[str, str | None, str]] = {}  # auditID -> agent, namespace, kind
-    for line in lines:
-        try:
-            event = json.loads(line)
-        except ValueError:
-            continue
-        if not isinstance(event, dict) or event.get("stage") not in _ANSWERED:
-            continue
-        audit_id = str(event.get("auditID", ""))
-        if audit_id in requests:
-            continue
-        try:
-            received = _parse_time(str(event["requestReceivedTimestamp"]))
-        except (KeyError, ValueError):
-            continue
-        if start <= received <= end:
-            ref = event.get("objectRef") or {}
-            agent = str(event.get("userAgent", ""))
-            requests[audit_id] = (agent, ref.get("namespace"), request_kind(event))
-    in_run = {a for a, ns, _ in requests.values() if namespace is None or ns == namespace}
+    requests: list[tuple[str, str | None, str]] = []  # agent, namespace, kind
+    for event, _ in _answered(lines, start, end):
+        ref = event.get("objectRef") or {}
+        requests.append(
+            (str(event.get("userAgent", "")), ref.get("namespace"), request_kind(event))
+        )
+    in_run = {a for a, ns, _ in requests if namespace is None or ns == namespace}
     counts: dict[str, Counter[str]] = {c: Counter() for c in CLIENT_CLASSES}
-    for agent, ns, kind in requests.values():
+    for agent, ns, kind in requests:
         cls = client_class(agent)
         # another namespace's, or outside any namespace from an agent not seen in the run's
         outside = (
@@ -516,33 +529,16 @@ def kubelet_status_reports(
     ...  kubelet_status_reports(lines, start, start + 60, "run-1").items()}
     {'p-1': [1.5, 3.5], 'p-2': [5.5]}
     """
-    seen: set[str] = set()
     reports: dict[str, list[float]] = {}
-    for line in lines:
-        try:
-            event = json.loads(line)
-        except ValueError:
-            continue
-        if not isinstance(event, dict) or event.get("stage") not in _ANSWERED:
-            continue
+    for event, received in _answered(lines, start, end):
         ref = event.get("objectRef") or {}
         if (
-            event.get("verb") != "patch"
-            or ref.get("resource") != "pods"
-            or ref.get("subresource") != "status"
-            or ref.get("namespace") != namespace
-            or not str(event.get("userAgent", "")).startswith("kubelet/")
+            event.get("verb") == "patch"
+            and ref.get("resource") == "pods"
+            and ref.get("subresource") == "status"
+            and ref.get("namespace") == namespace
+            and str(event.get("userAgent", "")).startswith("kubelet/")
         ):
-            continue
-        audit_id = str(event.get("auditID", ""))
-        if audit_id in seen:
-            continue
-        seen.add(audit_id)
-        try:
-            received = _parse_time(str(event["requestReceivedTimestamp"]))
-        except (KeyError, ValueError):
-            continue
-        if start <= received <= end:
             reports.setdefault(str(ref.get("name", "")), []).append(received)
     return {pod: sorted(times) for pod, times in reports.items()}
 
