@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from anylaunch.runner.watch import (
+    FEED_RESYNC_S,
     Decision,
     Done,
     Lost,
@@ -409,6 +410,36 @@ def test_once_started_the_startup_deadline_no_longer_shortens_delays() -> None:
     p.observe(RUNNING, 0.5)
     delays = [p.observe(RUNNING, t).after for t in range(1, 30)]  # type: ignore[union-attr]
     assert max(delays) > 1.0
+
+
+def test_a_driver_with_a_change_feed_resyncs_a_healthy_app_rarely() -> None:
+    p = policy(poll_interval=2.0)
+    decision = p.observe(RUNNING, 0.0)
+    assert isinstance(decision, Poll)
+    assert decision.after <= 2.0 and decision.resync == FEED_RESYNC_S
+    assert decision.wait(feed=True) == FEED_RESYNC_S and decision.wait(feed=False) <= 2.0
+    # a poll interval longer than the resync is the user's choice: kept
+    slow = policy(poll_interval=600.0).observe(RUNNING, 0.0)
+    assert isinstance(slow, Poll) and slow.resync == 600.0
+
+
+def test_the_resync_never_overshoots_a_deadline() -> None:
+    for kwargs, observation, deadline in (
+        ({"run_timeout": 5.0}, RUNNING, 5.0),
+        ({"startup_timeout": 7.0}, PENDING, 7.0),
+        ({"run_deadline": 3.0}, RUNNING, 3.0),
+    ):
+        decision = policy(poll_interval=2.0, **kwargs).observe(observation, 0.0)
+        assert isinstance(decision, Poll) and decision.resync is not None
+        assert 0 < decision.resync <= deadline + 0.01, kwargs
+
+
+def test_after_a_failed_poll_the_backoff_holds_even_with_a_feed() -> None:
+    p = policy(poll_interval=2.0)
+    p.observe(RUNNING, 0.0)
+    decision = p.observe(FLAKY, 1.0)
+    assert isinstance(decision, Poll) and decision.resync is None
+    assert decision.wait(feed=True) == decision.after <= 2.0
 
 
 # --- bad arguments -------------------------------------------------------------------------

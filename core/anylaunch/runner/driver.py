@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from anylaunch.runner.wake import wait_for_change
+from anylaunch.runner.wake import change_feed_of, wait_on_feed
 from anylaunch.runner.watch import Decision, Done, Poll, PollError, WatchPolicy
 from anylaunch.specs.errors import AnylaunchError
 
@@ -38,8 +38,9 @@ def drive(
     A failed status call is handed to the policy (it decides whether to retry); ``on_poll``
     sees every status observed. Nothing is cancelled here: acting on the decision (cancel,
     raise) is the caller's. Between polls it waits on the scheduler's change feed
-    (:func:`~anylaunch.runner.wake.wait_for_change`: the next poll comes as soon as the app
-    changes) unless a ``sleep`` is given, which is then called instead.
+    (:func:`~anylaunch.runner.wake.wait_on_feed`: the next poll comes as soon as the app
+    changes, or at the policy's resync: ``Poll.wait``) unless a ``sleep`` is given, which is
+    then called instead.
 
     >>> import tempfile
     >>> from anylaunch.runner import get_runner
@@ -66,7 +67,8 @@ def drive(
         if until_started and policy.started:
             return decision
         if sleep is None:
-            wait_for_change(runner, app_handle, decision.after)
+            feed, app_id = change_feed_of(runner, app_handle)
+            wait_on_feed(feed, app_id, decision.wait(feed=feed is not None))
         else:
             sleep(decision.after)
 

@@ -6,7 +6,8 @@ having vanished) with the time they were made, and answers what to do next:
 ========================  ===============================================================
 decision                  the driver ...
 ========================  ===============================================================
-:class:`Poll`             sleeps ``after`` seconds (jittered backoff, capped), then polls again
+:class:`Poll`             sleeps ``after`` seconds (jittered backoff, capped), then polls again;
+                          a driver that a change feed wakes may wait up to ``resync`` instead
 :class:`Done`             the app is terminal: drains its logs, then succeeds or fails
 :class:`StartupTimedOut`  the app did not start by the startup deadline: cancels it if
                           ``decision.cancel``, and fails with ``decision.message``
@@ -27,6 +28,10 @@ The same rules hold in every engine (the behaviour table is in ``docs/lifecycle.
   (bad input), the watch is :class:`Lost` and the app is cancelled (``cancel_on_failure``),
   so a wait that gives up never leaves an app running.
 - **Vanished**: an app the scheduler no longer knows is :class:`Lost` (nothing to cancel).
+- **Change feeds**: a driver woken by its scheduler's change feed polls a healthy app only every
+  :data:`FEED_RESYNC_S` (``Poll.resync``: a resync that catches a change the feed missed), or
+  the poll interval if longer, and always by the next deadline; the poll after a wake-up stays
+  the source of truth. After a failed poll it retries on the backoff as without a feed.
 
 >>> from anylaunch.specs.api import AppState, AppStatus
 >>> policy = WatchPolicy(poll_interval=5, startup_timeout=60, now=0.0, rng=random.Random(0))
@@ -55,6 +60,7 @@ from anylaunch.specs.secrets import Redactor
 
 __all__ = [
     "DEFAULT_MAX_POLL_ERRORS",
+    "FEED_RESYNC_S",
     "Decision",
     "Done",
     "LineBuffer",
@@ -78,6 +84,10 @@ __all__ = [
 DEFAULT_MAX_POLL_ERRORS = 10
 #: The first poll delay; polls back off from here up to the poll interval.
 INITIAL_POLL_S = 0.1
+#: How often a driver that a change feed wakes polls a healthy app anyway (the resync), unless
+#: its poll interval is longer: thousands of waiters in one process then cost almost nothing
+#: between changes, and a change the feed missed is still seen within this time.
+FEED_RESYNC_S = 30.0
 
 _NOT_STARTED = frozenset(
     {AppState.UNSUBMITTED, AppState.SUBMITTED, AppState.PENDING, AppState.UNKNOWN}
@@ -165,10 +175,23 @@ Observation = AppStatus | PollError | _VanishedType | None
 
 @dataclass(frozen=True)
 class Poll:
-    """Poll again after ``after`` seconds."""
+    """Poll again after ``after`` seconds; a driver that a change feed wakes may wait up to
+    ``resync`` seconds instead (None: ``after``).
+
+    >>> Poll(2.0).wait(feed=True), Poll(2.0, resync=30.0).wait(feed=True)
+    (2.0, 30.0)
+    >>> Poll(2.0, resync=30.0).wait(feed=False)
+    2.0
+    """
 
     after: float
+    resync: float | None = None
     kind: Literal["poll"] = field(default="poll", repr=False)
+
+    def wait(self, *, feed: bool) -> float:
+        """The longest wait before the next poll, for a driver with (or without) a change
+        feed that wakes it when the app changes."""
+        return self.resync if feed and self.resync is not None else self.after
 
 
 @dataclass(frozen=True)
@@ -364,7 +387,7 @@ class WatchPolicy:
         timed_out = self._deadline_passed(status, now)
         if timed_out is not None:
             return self._finish(timed_out)
-        return Poll(self._next_delay(now))
+        return Poll(self._next_delay(now), resync=self._resync_delay(now))
 
     def _deadline_passed(self, status: AppStatus, now: float) -> Decision | None:
         run_deadline = self.run_deadline
@@ -418,7 +441,12 @@ class WatchPolicy:
         return Poll(self._next_delay(now))
 
     def _next_delay(self, now: float) -> float:
-        delay = next(self._intervals)
+        return self._by_deadline(next(self._intervals), now)
+
+    def _resync_delay(self, now: float) -> float:
+        return self._by_deadline(max(self.poll_interval, FEED_RESYNC_S), now)
+
+    def _by_deadline(self, delay: float, now: float) -> float:
         # poll right after a deadline rather than up to a whole interval later
         for deadline in (self.run_deadline, None if self.started else self.startup_deadline):
             if deadline is not None:

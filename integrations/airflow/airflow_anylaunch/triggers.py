@@ -125,13 +125,13 @@ class _StatusPoller:
         self._wake()
         return cast("AppStatus | None", await future)
 
-    async def pause(self, app_id: str, after: float) -> bool:
-        """Waits ``after`` seconds, or less if the scheduler's feed says ``app_id`` changed
-        (True then)."""
+    async def pause(self, app_id: str, decision: Poll) -> bool:
+        """Waits until the next poll the policy decided on, or less if the scheduler's feed
+        says ``app_id`` changed (True then); with a feed, that is the policy's resync."""
         if self.waiter is None:
-            await asyncio.sleep(after)
+            await asyncio.sleep(decision.after)
             return False
-        return await self.waiter.wait(app_id, after)
+        return await self.waiter.wait(app_id, decision.wait(feed=True))
 
     async def call(self, fn: Callable[[], T]) -> T:
         """Runs ``fn`` in the poller's thread with the next batch."""
@@ -510,7 +510,7 @@ class AnylaunchAppTrigger(BaseTrigger):
                 if poller is None:
                     await asyncio.sleep(decision.after)
                 else:  # woken early when the scheduler's feed says the app changed
-                    await poller.pause(app_id, decision.after)
+                    await poller.pause(app_id, decision)
                 continue
             mask = redact or Redactor()
             tail = follower.tail if follower is not None else []

@@ -9,7 +9,6 @@ collect_ignore = ["dags"]  # DAG files: the dag-processor parses them, pytest mu
 if os.environ.get("ANYLAUNCH_ENGINE_SCALE") != "1":
     collect_ignore_glob = [
         "test_engine_scale.py",
-        "test_trigger_notice.py",
         "naive_slurm.py",
         "report.py",
     ]

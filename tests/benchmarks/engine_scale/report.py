@@ -117,7 +117,7 @@ def ratios(data: dict[str, Any]) -> str:
             if ours is None:
                 continue
             for tool, theirs in sorted(runs.items()):
-                if tool.startswith("anylaunch"):  # ours (e.g. anylaunch_trigger), not theirs
+                if tool.startswith("anylaunch"):  # ours, not an incumbent
                     continue
                 cells: list[str] = []
                 for key in ("engine_api_requests", "api_requests"):

@@ -126,3 +126,58 @@ def test_a_succeeded_app_ends_its_task_in_the_triggerer_with_its_status_xcom(
     trigger.task_instance = SimpleNamespace(task_id="app", dag_id="d", run_id="r", map_index=-1)
     event = asyncio.run(asyncio.wait_for(trigger.run().__anext__(), 120))
     assert not isinstance(event, TaskSuccessEvent) and event.payload["status"] == "success"
+
+
+def test_a_trigger_woken_by_its_feed_polls_a_running_app_only_to_resync(
+    state_dir: Any,
+) -> None:
+    """With a feed, the trigger does not poll every poll interval (0.2 s here, over a 3 s
+    run: ~15 polls) but only to resync (core's FEED_RESYNC_S), and still ends as soon as the
+    feed says the app changed."""
+    from airflow_anylaunch import triggers
+    from airflow_anylaunch.triggers import AnylaunchAppTrigger, _StatusPoller
+
+    handle = launch("import time\ntime.sleep(3)")
+    _, _, app_id = parse_app_handle(handle)
+    feed = ManualChangeFeed()
+    runner = get_runner()
+    polls = []
+    status_many = runner.status_many
+
+    def counting(handles: Any) -> Any:
+        polls.append(len(handles))
+        return status_many(handles)
+
+    runner.status_many = counting  # type: ignore[method-assign]
+
+    def notify_when_over() -> None:
+        with get_runner() as watcher:
+            while True:
+                status = watcher.status(handle)
+                if status is None or status.is_terminal():
+                    feed.notify(app_id)
+                    return
+                feed.wait([app_id], 0.2)
+
+    async def main() -> Any:
+        loop = asyncio.get_running_loop()
+        poller = _StatusPoller(runner, feed)
+        made: asyncio.Future[Any] = loop.create_future()
+        made.set_result(poller)
+        backend, session, _ = parse_app_handle(handle)
+        triggers._POLLERS.setdefault(loop, {})[(backend, session)] = made  # type: ignore[assignment]
+        trigger = AnylaunchAppTrigger(handle, poll_interval=0.2, stream_logs=False)
+        threading.Thread(target=notify_when_over, daemon=True).start()
+        try:
+            return await asyncio.wait_for(trigger.run().__anext__(), 600)  # a safety net
+        finally:
+            assert poller.waiter is not None
+            poller.waiter.close()
+
+    try:
+        event = asyncio.run(main()).payload
+    finally:
+        runner.close()
+    assert event["status"] == "success"
+    # the first polls (until the app runs, backing off from 0.1 s), then the one the feed woke
+    assert 2 <= len(polls) <= 5, polls
