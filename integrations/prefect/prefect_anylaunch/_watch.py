@@ -193,8 +193,8 @@ class Waiter:
         decision = self._policy.observe(observation, time.time())
         if self._policy.started:
             self._start_pump()
-        if isinstance(decision, Poll):
-            return decision.after
+        if isinstance(decision, Poll):  # with a feed, it wakes the pause when the app changes
+            return decision.wait(feed=self._feed is not None)
         if isinstance(decision, Done):
             return None
         if decision.cancel:

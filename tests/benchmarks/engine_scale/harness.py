@@ -2,7 +2,8 @@
 
 - triggerer CPU seconds and peak RSS: sampled from /proc over the triggerer's process tree
   (``TreeSampler``); the triggerer is restarted before every run, so each run starts from a
-  fresh process.
+  fresh process. The CPU is also split between the trigger runner (the child process where
+  the triggers run) and the supervisor (Airflow's database work for every trigger).
 - API server requests by verb and resource: ``apiserver_request_total`` from the API server's
   ``/metrics``, before/after delta (every client: the waiters, and the controllers and kubelet
   that run the same pods). Slurm: controller RPCs by message type from ``sdiag``, delta.
@@ -73,13 +74,17 @@ def tree_usage(pid: int) -> tuple[float, float]:
 
 
 class TreeSampler:
-    """Samples a process tree's CPU and RSS every ``interval`` seconds in a thread."""
+    """Samples a process tree's CPU and RSS every ``interval`` seconds in a thread, and the
+    CPU of its root on its own (an Airflow 3 triggerer's root is the supervisor, which does
+    the database work; the triggers run in its child, the trigger runner)."""
 
     def __init__(self, pid: int, interval: float = 0.25) -> None:
         self.pid = pid
         self.interval = interval
         self.start_cpu, _ = tree_usage(pid)
         self.max_cpu = self.start_cpu
+        self.start_root_cpu, _ = _cpu_and_rss(pid)
+        self.max_root_cpu = self.start_root_cpu
         self.peak_rss = 0.0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, daemon=True)
@@ -88,6 +93,7 @@ class TreeSampler:
         while not self._stop.is_set():
             cpu, rss = tree_usage(self.pid)
             self.max_cpu = max(self.max_cpu, cpu)
+            self.max_root_cpu = max(self.max_root_cpu, _cpu_and_rss(self.pid)[0])
             self.peak_rss = max(self.peak_rss, rss)
             self._stop.wait(self.interval)
 
@@ -102,6 +108,10 @@ class TreeSampler:
     @property
     def cpu_s(self) -> float:
         return self.max_cpu - self.start_cpu
+
+    @property
+    def root_cpu_s(self) -> float:
+        return self.max_root_cpu - self.start_root_cpu
 
 
 def fresh_triggerer(airflow: AirflowDeployment) -> int:
@@ -654,6 +664,7 @@ def run_dag(
         "state": state,
         "wall_s": round(wall, 1),
         "triggerer_cpu_s": round(sampler.cpu_s, 2),
+        "triggerer_supervisor_cpu_s": round(sampler.root_cpu_s, 2),
         "triggerer_peak_rss_mb": round(sampler.peak_rss, 1),
         "requests": requests,
         "tis": tis,
@@ -668,6 +679,11 @@ def summarize(measured: dict[str, Any], ends: Mapping[int, float], load_key: str
     entry: dict[str, Any] = {
         load_key: sum(measured["requests"].values()) if measured["requests"] else None,
         "triggerer_cpu_s": measured["triggerer_cpu_s"],
+        # the trigger runner (where the triggers run) and the supervisor (the database work)
+        "triggerer_runner_cpu_s": round(
+            measured["triggerer_cpu_s"] - measured["triggerer_supervisor_cpu_s"], 2
+        ),
+        "triggerer_supervisor_cpu_s": measured["triggerer_supervisor_cpu_s"],
         "triggerer_peak_rss_mb": measured["triggerer_peak_rss_mb"],
         "delay_median_s": round(statistics.median(waits), 3) if waits else None,
         "delay_p95_s": round(p95(waits), 3) if waits else None,
