@@ -30,6 +30,43 @@ def launch(script: str, env: Optional[Dict[str, str]] = None) -> str:
         return runner.run(app, "local_cwd")
 
 
+def run_fed_by_hand(trigger: Any, runner: Any) -> Dict[str, Any]:
+    """Runs ``trigger`` in an event loop whose poller (using ``runner``) is woken by a
+    :class:`ManualChangeFeed` that a thread notifies once the app has ended; returns the
+    trigger's event payload."""
+    from airflow_anylaunch import triggers
+    from airflow_anylaunch.triggers import _StatusPoller
+
+    handle = trigger.app_handle
+    backend, session, app_id = parse_app_handle(handle)
+    feed = ManualChangeFeed()
+
+    def notify_when_over() -> None:
+        with get_runner() as watcher:
+            while True:
+                status = watcher.status(handle)
+                if status is None or status.is_terminal():
+                    feed.notify(app_id)
+                    return
+                feed.wait([app_id], 0.2)
+
+    async def main() -> Any:
+        loop = asyncio.get_running_loop()
+        poller = _StatusPoller(runner, feed)
+        made: asyncio.Future[Any] = loop.create_future()
+        made.set_result(poller)
+        triggers._POLLERS.setdefault(loop, {})[(backend, session)] = made  # type: ignore[assignment]
+        threading.Thread(target=notify_when_over, daemon=True).start()
+        try:
+            # a safety net only: the trigger ends once the feed wakes it
+            return await asyncio.wait_for(trigger.run().__anext__(), 600)
+        finally:
+            assert poller.waiter is not None
+            poller.waiter.close()
+
+    return dict(asyncio.run(main()).payload)
+
+
 def test_waiter_wakes_only_the_app_that_changed_and_keeps_early_changes() -> None:
     feed = ManualChangeFeed()
     waiter = AsyncChangeWaiter(feed, tick=0.01)
@@ -56,41 +93,14 @@ def test_trigger_with_a_feed_ends_once_notified_and_keeps_lines_exactly_once(
 ) -> None:
     """A long poll interval: the trigger only ends early because the feed woke it; its log
     lines (read at the final drain here) come out once each, in order."""
-    from airflow_anylaunch import triggers
-    from airflow_anylaunch.triggers import AnylaunchAppTrigger, _StatusPoller
+    from airflow_anylaunch.triggers import AnylaunchAppTrigger
 
     handle = launch(
         "import time\nfor i in range(5):\n    print('line', i, flush=True)\ntime.sleep(2)"
     )
-    _, _, app_id = parse_app_handle(handle)
-    feed = ManualChangeFeed()
-
-    def notify_when_over() -> None:
-        with get_runner() as runner:
-            while True:
-                status = runner.status(handle)
-                if status is None or status.is_terminal():
-                    feed.notify(app_id)
-                    return
-                feed.wait([app_id], 0.2)
-
-    async def main() -> Any:
-        loop = asyncio.get_running_loop()
-        poller = _StatusPoller(get_runner(), feed)
-        made: asyncio.Future[Any] = loop.create_future()
-        made.set_result(poller)
-        backend, session, _ = parse_app_handle(handle)
-        triggers._POLLERS.setdefault(loop, {})[(backend, session)] = made  # type: ignore[assignment]
-        trigger = AnylaunchAppTrigger(handle, poll_interval=3600.0)
-        threading.Thread(target=notify_when_over, daemon=True).start()
-        try:
-            # a safety net only: without the feed the trigger would sleep up to an hour
-            return await asyncio.wait_for(trigger.run().__anext__(), 600)
-        finally:
-            assert poller.waiter is not None
-            poller.waiter.close()
-
-    event = asyncio.run(main()).payload
+    # without the feed the trigger would sleep up to an hour
+    with get_runner() as runner:
+        event = run_fed_by_hand(AnylaunchAppTrigger(handle, poll_interval=3600.0), runner)
     assert event["status"] == "success"
     assert event["log_positions"] == {"job/0": 5}
     assert event["log_tail"] == [f"job/0 line {i}" for i in range(5)]
@@ -134,50 +144,20 @@ def test_a_trigger_woken_by_its_feed_polls_a_running_app_only_to_resync(
     """With a feed, the trigger does not poll every poll interval (0.2 s here, over a 3 s
     run: ~15 polls) but only to resync (core's FEED_RESYNC_S), and still ends as soon as the
     feed says the app changed."""
-    from airflow_anylaunch import triggers
-    from airflow_anylaunch.triggers import AnylaunchAppTrigger, _StatusPoller
+    from airflow_anylaunch.triggers import AnylaunchAppTrigger
 
     handle = launch("import time\ntime.sleep(3)")
-    _, _, app_id = parse_app_handle(handle)
-    feed = ManualChangeFeed()
-    runner = get_runner()
     polls = []
-    status_many = runner.status_many
+    with get_runner() as runner:
+        status_many = runner.status_many
 
-    def counting(handles: Any) -> Any:
-        polls.append(len(handles))
-        return status_many(handles)
+        def counting(handles: Any) -> Any:
+            polls.append(len(handles))
+            return status_many(handles)
 
-    runner.status_many = counting  # type: ignore[method-assign]
-
-    def notify_when_over() -> None:
-        with get_runner() as watcher:
-            while True:
-                status = watcher.status(handle)
-                if status is None or status.is_terminal():
-                    feed.notify(app_id)
-                    return
-                feed.wait([app_id], 0.2)
-
-    async def main() -> Any:
-        loop = asyncio.get_running_loop()
-        poller = _StatusPoller(runner, feed)
-        made: asyncio.Future[Any] = loop.create_future()
-        made.set_result(poller)
-        backend, session, _ = parse_app_handle(handle)
-        triggers._POLLERS.setdefault(loop, {})[(backend, session)] = made  # type: ignore[assignment]
+        runner.status_many = counting  # type: ignore[method-assign]
         trigger = AnylaunchAppTrigger(handle, poll_interval=0.2, stream_logs=False)
-        threading.Thread(target=notify_when_over, daemon=True).start()
-        try:
-            return await asyncio.wait_for(trigger.run().__anext__(), 600)  # a safety net
-        finally:
-            assert poller.waiter is not None
-            poller.waiter.close()
-
-    try:
-        event = asyncio.run(main()).payload
-    finally:
-        runner.close()
+        event = run_fed_by_hand(trigger, runner)
     assert event["status"] == "success"
     # the first polls (until the app runs, backing off from 0.1 s), then the one the feed woke
     assert 2 <= len(polls) <= 5, polls
