@@ -94,3 +94,30 @@ def test_a_waiter_with_a_long_wait_uses_almost_no_cpu_while_nothing_changes() ->
         assert measured[0] < 1.0, f"the waiter thread used {measured[0]:.2f} CPU s idle"
     finally:
         waiter.close()
+
+
+def test_the_async_waiter_is_woken_by_local_cwd_state_file_changes(tmp_path) -> None:
+    """The waiter thread only peeks at the feed: local_cwd's feed must start watching an app
+    on a peek too, or a trigger on local_cwd would sleep its whole resync."""
+    from anylaunch.schedulers.local_changes import LocalChangeFeed
+
+    (tmp_path / "app-1").mkdir()
+    feed = LocalChangeFeed(str(tmp_path))
+    waiter = AsyncChangeWaiter(feed, tick=0.05)
+
+    async def main() -> tuple[bool, bool, float]:
+        first = await waiter.wait("app-1", 60.0)  # the first wait: the watch starts
+        later = asyncio.ensure_future(waiter.wait("app-1", 60.0))
+        await asyncio.sleep(0.2)
+        (tmp_path / "app-1" / "state.json").write_text("{}")
+        written = time.monotonic()
+        woken = await later
+        return first, woken, time.monotonic() - written
+
+    try:
+        first, woken, after = asyncio.run(main())
+    finally:
+        waiter.close()
+        feed.close()
+    assert first and woken
+    assert after < 30.0  # woken by the change, not by the 60 s timeout

@@ -140,18 +140,32 @@ class LocalChangeFeed(ManualChangeFeed):
 
         The first wait on an app starts watching it and returns True at once.
         """
-        with self._lock:
-            if not self._closed:
-                self._start()
-                now = time.monotonic()
-                for app_id in app_ids:
-                    watched = self._apps.get(app_id)
-                    if watched is not None:
-                        watched.last_wait = now
-                    elif ls.is_valid_app_id(app_id):
-                        self._watch(app_id)
-                        super().notify(app_id)  # a change before the watch would be lost
+        self._arm(app_ids)
         return super().wait(app_ids, timeout)
+
+    def peek(self, app_ids: Collection[str], timeout: float = 0.0) -> bool:
+        """Like :meth:`wait` without taking the change (see
+        :meth:`ManualChangeFeed.peek <anylaunch.schedulers.changes.ManualChangeFeed.peek>`);
+        it starts and keeps watching ``app_ids`` as :meth:`wait` does, so a dispatcher that
+        only peeks (``AsyncChangeWaiter``) is woken by their changes too."""
+        self._arm(app_ids)
+        return super().peek(app_ids, timeout)
+
+    def _arm(self, app_ids: Collection[str]) -> None:
+        """Watches each of ``app_ids`` not watched yet (marking it changed: a change before
+        the watch would be lost) and notes that it is still waited on."""
+        with self._lock:
+            if self._closed:
+                return
+            self._start()
+            now = time.monotonic()
+            for app_id in app_ids:
+                watched = self._apps.get(app_id)
+                if watched is not None:
+                    watched.last_wait = now
+                elif ls.is_valid_app_id(app_id):
+                    self._watch(app_id)
+                    super().notify(app_id)
 
     def close(self) -> None:
         """Stops the watcher thread and releases its inotify instance and pidfds."""
