@@ -27,6 +27,16 @@ TAIL_LINES = 20
 ON_KILL_ACTIONS = ("cancel", "keep")
 
 
+def ui_url_xcom(url: object) -> str:
+    """The value of the ``ui_url`` XCom: the app's UI, or ``""`` when it has none (yet).
+    Never None: Airflow 3.0's execution API refuses a None XCom value (HTTP 422).
+
+    >>> ui_url_xcom(None), ui_url_xcom("file:///logs")
+    ('', 'file:///logs')
+    """
+    return str(url) if url else ""
+
+
 def is_template(value: object) -> bool:
     """True if ``value`` is a string Airflow will render (checks on it wait until execute).
 

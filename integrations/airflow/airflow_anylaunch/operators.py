@@ -29,6 +29,7 @@ from airflow_anylaunch._common import (
     interval,
     seconds,
     status_dict,
+    ui_url_xcom,
 )
 from airflow_anylaunch._compat import BaseOperator, ResumableJobMixin, conf  # Airflow 3.3's or ours
 from airflow_anylaunch._operator_args import as_list, check_operator_args
@@ -527,7 +528,7 @@ class AnylaunchOperator(ResumableJobMixin, BaseOperator):
             )
             observation = PollError(e)
         ui_url = observation.ui_url if isinstance(observation, AppStatus) else None
-        ti.xcom_push(key=XCOM_UI_URL, value=ui_url or "")  # 3.0 refuses None
+        ti.xcom_push(key=XCOM_UI_URL, value=ui_url_xcom(ui_url))
         self.ui_url_pushed = True
         if ui_url:
             self.log.info("anylaunch app %s UI: %s", handle, ui_url)
@@ -660,8 +661,7 @@ class AnylaunchOperator(ResumableJobMixin, BaseOperator):
         self._handle = handle
         ti = context["ti"]
         ti.xcom_push(key=XCOM_APP_HANDLE, value=handle)
-        # the link reads it, so it must exist; "" as Airflow 3.0's API refuses a None value
-        ti.xcom_push(key=XCOM_UI_URL, value="")
+        ti.xcom_push(key=XCOM_UI_URL, value=ui_url_xcom(None))  # the link reads it
         self.ui_url_pushed = True
         self._defer(context, handle, self._policy(handle))
 
@@ -731,7 +731,7 @@ class AnylaunchOperator(ResumableJobMixin, BaseOperator):
         app_status = event.get("app_status")
         if handle is not None and isinstance(app_status, dict):
             # a try that deferred at once pushed it empty: the last status knows it
-            context["ti"].xcom_push(key=XCOM_UI_URL, value=app_status.get("ui_url") or "")
+            context["ti"].xcom_push(key=XCOM_UI_URL, value=ui_url_xcom(app_status.get("ui_url")))
         if outcome == "success":
             return app_status
         message = event.get("message") or f"anylaunch app {handle}: trigger ended with {event!r}"

@@ -37,6 +37,7 @@ from airflow_anylaunch._common import (
     interval,
     seconds,
     status_dict,
+    ui_url_xcom,
 )
 from airflow_anylaunch._compat import amask_secret
 from airflow_anylaunch._cursor import LogCursor
@@ -390,7 +391,7 @@ class AnylaunchAppTrigger(BaseTrigger):
             return None
         value = None if status is None else status_dict(self.app_handle, status, redact)
         self.log.info("anylaunch app %s succeeded: ending the task here", self.app_handle)
-        ui_url = (None if value is None else value.get("ui_url")) or ""  # 3.0 refuses None
+        ui_url = ui_url_xcom(None if value is None else value.get("ui_url"))
         return cast("TriggerEvent", success(xcoms={"return_value": value, XCOM_UI_URL: ui_url}))
 
     async def _cancel(self, why: str) -> None:
