@@ -13,10 +13,11 @@ unchanged):
   policy) and overlays with a blocklist.
 - :mod:`~anylaunch.schedulers.kubernetes_request`: the request (objects, masked printing), the
   replicas' pods and the headless Service.
-- :mod:`~anylaunch.schedulers.kubernetes_record`: the app *record*, a ConfigMap named after the
-  app holding what ``describe`` needs to rebuild the roles (secret values masked), and the
-  cancellation mark. It outlives a cancel (which deletes the workload), so a cancelled app
-  still describes as CANCELLED until it is deleted.
+- :mod:`~anylaunch.schedulers.kubernetes_record`: the app *record*, what ``describe`` needs to
+  rebuild the roles (secret values masked): an annotation of the app's rank-0 Job in ``jobs``
+  mode, else a ConfigMap named after the app. A cancel writes it (with the cancellation mark)
+  to that ConfigMap before it deletes the workload, so a cancelled app still describes as
+  CANCELLED until it is deleted.
 - :mod:`~anylaunch.schedulers.kubernetes_state`: pod status → replica state, pending reasons,
   exit codes, the app's state and description.
 - :mod:`~anylaunch.schedulers.kubernetes_queries`: the bounded list calls behind describe and
@@ -93,8 +94,15 @@ from anylaunch.schedulers.kubernetes_pods import (
     replica_role,
     role_to_pod,
 )
-from anylaunch.schedulers.kubernetes_queries import app_views, wait_rank0_ip
-from anylaunch.schedulers.kubernetes_record import record_configmap, record_data, role_record
+from anylaunch.schedulers.kubernetes_queries import app_views, find_record, wait_rank0_ip
+from anylaunch.schedulers.kubernetes_record import (
+    CONFIGMAP,
+    cancel_record,
+    record_configmap,
+    record_data,
+    record_payload,
+    role_record,
+)
 from anylaunch.schedulers.kubernetes_request import (
     RANK0_IP_PLACEHOLDER,
     KubernetesRequest,
@@ -204,6 +212,9 @@ class KubernetesSchedulerBase(DockerWorkspaceMixin, Scheduler[Mapping[str, CfgVa
     #: The scheduler's name (in app handles and labels).
     backend_name: ClassVar[str]
     opts_class: type[KubernetesCommonOpts] = KubernetesCommonOpts
+    #: (apiVersion, kind) of the objects that may hold an app record (see
+    #: :mod:`~anylaunch.schedulers.kubernetes_record`): the ConfigMap first.
+    record_kinds: ClassVar[tuple[tuple[str, str], ...]] = (CONFIGMAP,)
     #: Kubernetes interleaves a container's stdout and stderr in one log.
     log_streams = (Stream.COMBINED,)
 
@@ -255,7 +266,9 @@ class KubernetesSchedulerBase(DockerWorkspaceMixin, Scheduler[Mapping[str, CfgVa
         """The process-wide watch of this scheduler's objects (started on first use)."""
         with self._watch_lock:
             if self._watch is None:
-                self._watch = acquire(self.client(), self._selector(), self._identity)
+                self._watch = acquire(
+                    self.client(), self._selector(), self._identity, self.record_kinds
+                )
             return self._watch
 
     def change_feed(self) -> ChangeFeed:
@@ -316,19 +329,16 @@ class KubernetesSchedulerBase(DockerWorkspaceMixin, Scheduler[Mapping[str, CfgVa
             self.validate_request(request)
         return AppDryRunInfo(request, str)
 
+    def _record_payload(self, app: AppDef, mode: str) -> str:
+        """The app record (:func:`record_payload`) of an app submitted by this scheduler."""
+        return record_payload(app, scheduler=self.backend, mode=mode, session=self.session_name)
+
     def _record(
         self, app: AppDef, mode: str, namespace: str, name: str, labels: Mapping[str, str]
     ) -> dict[str, Any]:
-        """The app record (:func:`record_configmap`) of an app submitted by this scheduler."""
-        return record_configmap(
-            app,
-            scheduler=self.backend,
-            mode=mode,
-            namespace=namespace,
-            name=name,
-            session=self.session_name,
-            labels=labels,
-        )
+        """The app record as a ConfigMap (:func:`record_configmap`)."""
+        payload = self._record_payload(app, mode)
+        return record_configmap(payload, namespace=namespace, name=name, labels=labels)
 
     def _check_request(self, dryrun_info: AppDryRunInfo[Any]) -> KubernetesRequest:
         request = dryrun_info.request
@@ -423,22 +433,33 @@ class KubernetesSchedulerBase(DockerWorkspaceMixin, Scheduler[Mapping[str, CfgVa
         if cached is None or names is None:
             if cached is not None:
                 return cached
-            return app_views(
-                self.client(), namespace, self._selector(), names, self._workload_kinds
-            )
+            return self._listed_views(namespace, names)
         missing = [n for n in names if n not in cached]
         if missing:  # created since the watch last heard (or unknown): ask the API server
-            cached.update(
-                app_views(self.client(), namespace, self._selector(), missing, self._workload_kinds)
-            )
+            cached.update(self._listed_views(namespace, missing))
         return cached
+
+    def _listed_views(self, namespace: str, names: Sequence[str] | None) -> dict[str, AppView]:
+        """:meth:`_views` from the API server (list calls)."""
+        return app_views(
+            self.client(),
+            namespace,
+            self._selector(),
+            names,
+            self._workload_kinds,
+            self.record_kinds,
+        )
+
+    def _find_record(self, namespace: str, name: str) -> AppView | None:
+        """The app's record from the API server (a view without workload or pods)."""
+        return find_record(self.client(), namespace, self._selector(), name, self.record_kinds)
 
     def _describe_view(self, namespace: str, view: AppView) -> DescribeAppResponse:
         """One app's description from its record, workload and pods (see
         :func:`~anylaunch.schedulers.kubernetes_state.app_verdict` for how its state is
         decided). A FAILED app's remaining replicas are stopped once (``_stop_remaining``)."""
         data = record_data(view.record)
-        name = view.record["metadata"]["name"]
+        name = view.app
         roles = [role_from_record(r) for r in data.get("roles", [])]
         role_labels: dict[str, str] = data.get("role_labels", {})
         annotations = view.record["metadata"].get("annotations") or {}
@@ -456,7 +477,7 @@ class KubernetesSchedulerBase(DockerWorkspaceMixin, Scheduler[Mapping[str, CfgVa
         metadata = {
             "namespace": namespace,
             "name": name,
-            "mode": view.record["metadata"].get("labels", {}).get(LABEL_MODE, ""),
+            "mode": view.mode,
             "session": str(data.get("session", "")),
         }
         if ANNOTATION_CANCELLED in annotations:
@@ -510,26 +531,42 @@ class KubernetesSchedulerBase(DockerWorkspaceMixin, Scheduler[Mapping[str, CfgVa
     # --- control ----------------------------------------------------------------------
 
     def _cancel_existing(self, app_id: str) -> None:
-        """Marks the record cancelled, then deletes the workload (propagation Background: the
-        garbage collector removes the pods)."""
+        """Marks the app's record cancelled (in its ConfigMap, written from the record its
+        workload carries if it has none yet), then deletes the workload (propagation
+        Background: the garbage collector removes the pods)."""
         parsed = parse_app_id(app_id)
         if parsed is None:
             return
         namespace, name = parsed
         client = self.client()
+        mark = {ANNOTATION_CANCELLED: utc_now()}
         with self._own_write(namespace, name) as write:
-            record = client.patch(
-                "v1",
-                "ConfigMap",
-                namespace,
-                name,
-                {"metadata": {"annotations": {ANNOTATION_CANCELLED: utc_now()}}},
-            )
-            write.done(None if record is None else record["metadata"].get("resourceVersion"))
-        if record is None:
-            return
+            record = client.patch(*CONFIGMAP, namespace, name, {"metadata": {"annotations": mark}})
+            if record is None:
+                view = self._find_record(namespace, name)
+                if view is None:
+                    return
+                record = self._create_or_mark(
+                    namespace, cancel_record(view.record, namespace, mark)
+                )
+            if record is None:  # deleted meanwhile
+                return
+            write.done(record["metadata"].get("resourceVersion"))
         mode = record["metadata"].get("labels", {}).get(LABEL_MODE, "")
         self._delete_workloads(namespace, name, mode)
+
+    def _create_or_mark(self, namespace: str, configmap: dict[str, Any]) -> Any:
+        """Creates a record ConfigMap; if one was created meanwhile (a concurrent cancel),
+        adds this one's annotations to it instead."""
+        client = self.client()
+        try:
+            return client.create(configmap, namespace)
+        except KubernetesApiError as e:
+            if e.status != 409:
+                raise
+        meta = configmap["metadata"]
+        patch = {"metadata": {"annotations": meta.get("annotations") or {}}}
+        return client.patch(*CONFIGMAP, namespace, meta["name"], patch)
 
     def _delete_workloads(self, namespace: str, name: str, mode: str) -> None:
         client = self.client()
@@ -539,17 +576,16 @@ class KubernetesSchedulerBase(DockerWorkspaceMixin, Scheduler[Mapping[str, CfgVa
                 client.delete(api_version, kind, namespace, obj["metadata"]["name"], "Background")
 
     def _delete_existing(self, app_id: str) -> None:
-        """Deletes the workload (Background propagation) and the app record."""
+        """Deletes the workload (Background propagation) and the record ConfigMap, if any."""
         parsed = parse_app_id(app_id)
         if parsed is None:
             return
         namespace, name = parsed
         client = self.client()
-        record = client.get("v1", "ConfigMap", namespace, name)
-        mode = (record or {}).get("metadata", {}).get("labels", {}).get(LABEL_MODE, "")
-        self._delete_workloads(namespace, name, mode)
+        view = self._find_record(namespace, name)
         with self._own_write(namespace, name) as write:
-            client.delete("v1", "ConfigMap", namespace, name, "Background")
+            self._delete_workloads(namespace, name, "" if view is None else view.mode)
+            client.delete(*CONFIGMAP, namespace, name, "Background")
             write.done(deleted=True)
 
     def _own_write(self, namespace: str, name: str) -> AbstractContextManager[OwnWrite]:
@@ -569,15 +605,15 @@ class KubernetesSchedulerBase(DockerWorkspaceMixin, Scheduler[Mapping[str, CfgVa
 
     def _log_replicas(self, app_id: str) -> dict[str, dict[int, Any]] | None:
         parsed = parse_app_id(app_id)
-        record = None
+        view = None
         if parsed is not None:
-            cached, record = (False, None) if self._watch is None else self._watch.record(*parsed)
-            if not cached or record is None:
-                record = self.client().get("v1", "ConfigMap", parsed[0], parsed[1])
-        if parsed is None or record is None:
+            cached, view = (False, None) if self._watch is None else self._watch.record(*parsed)
+            if not cached or view is None:
+                view = self._find_record(*parsed)
+        if parsed is None or view is None:
             return None
         namespace, name = parsed
-        data = record_data(record)
+        data = record_data(view.record)
         labels = data.get("role_labels", {})
         replicas: dict[str, dict[int, Any]] = {}
         for role in data.get("roles", []):

@@ -28,8 +28,22 @@ LABEL_ROLE_INDEX = "anylaunch.io/role-index"
 LABEL_REPLICA_ID = "anylaunch.io/replica-id"
 ANNOTATION_CANCELLED = "anylaunch.io/cancelled"
 ANNOTATION_STOPPED = "anylaunch.io/stopped"
+#: The app record on the object that carries it (the rank-0 Job in ``jobs`` mode).
+ANNOTATION_RECORD = "anylaunch.io/record"
 MANAGED_BY = "anylaunch"
+#: The app record's key in a record ConfigMap.
 RECORD_KEY = "app.json"
+#: The longest app record kept in an annotation (the API server allows 256 KiB for all of an
+#: object's annotations together); a longer one gets a ConfigMap of its own.
+RECORD_ANNOTATION_MAX = 200_000
+#: The labels that name an app (not one of its replicas): what a record ConfigMap carries.
+APP_LABEL_KEYS = (
+    LABEL_MANAGED_BY,
+    LABEL_SCHEDULER,
+    LABEL_MODE,
+    LABEL_APP_ID,
+    LABEL_APP_NAME,
+)
 
 #: Label and annotation keys anylaunch owns on every object it creates (selectors, state
 #: tracking, cancel marks): no overlay may add, change or remove one.

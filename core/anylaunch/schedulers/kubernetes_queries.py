@@ -10,14 +10,14 @@ from anylaunch.schedulers.kubernetes_client import KubeClient, KubernetesSchedul
 from anylaunch.schedulers.kubernetes_names import (
     _SELECTOR_CHUNK,
     LABEL_APP_ID,
-    LABEL_MODE,
     LABEL_REPLICA_ID,
     LABEL_ROLE,
 )
+from anylaunch.schedulers.kubernetes_record import CONFIGMAP, record_app, record_views
 from anylaunch.schedulers.kubernetes_request import KubernetesRequest
 from anylaunch.schedulers.kubernetes_state import AppView, newest, pending_reason
 
-__all__ = ["app_views", "wait_rank0_ip"]
+__all__ = ["app_views", "find_record", "wait_rank0_ip"]
 
 
 def _in_selector(base: str, key: str, values: Sequence[str]) -> str:
@@ -34,11 +34,13 @@ def app_views(
     selector: str,
     names: Sequence[str] | None,
     workload_kinds: Callable[[str], list[tuple[str, str]]],
+    record_kinds: Sequence[tuple[str, str]] = (CONFIGMAP,),
 ) -> dict[str, AppView]:
     """Records, workloads and pods of the apps ``names`` (every app matching ``selector`` in
-    the namespace if None), keyed by app name: per chunk of names, one list call for the
-    records, one per workload kind that drives the state of the modes found
-    (``workload_kinds(mode)[0]``) and one for the pods."""
+    the namespace if None), keyed by app name: per chunk of names, one list call per kind
+    that may hold a record (``record_kinds``), one per workload kind that drives the state of
+    the modes found (``workload_kinds(mode)[0]``, reused when it was listed for the records)
+    and one for the pods."""
     selectors = (
         [selector]
         if names is None
@@ -49,17 +51,16 @@ def app_views(
     )
     views: dict[str, AppView] = {}
     for chunk_selector in selectors:
-        chunk: dict[str, AppView] = {}
-        for record in client.list("v1", "ConfigMap", namespace, chunk_selector):
-            name = record["metadata"]["name"]
-            if record["metadata"].get("labels", {}).get(LABEL_APP_ID) == name:
-                chunk[name] = AppView(record=record)
+        listed = {kind: client.list(*kind, namespace, chunk_selector) for kind in record_kinds}
+        chunk = record_views(listed.items())
         if not chunk:
             continue
-        modes = {v.record["metadata"]["labels"].get(LABEL_MODE, "") for v in chunk.values()}
-        kinds = {kind for mode in modes for kind in workload_kinds(mode)[:1]}
-        for api_version, kind in sorted(kinds):
-            for obj in client.list(api_version, kind, namespace, chunk_selector):
+        kinds = {kind for view in chunk.values() for kind in workload_kinds(view.mode)[:1]}
+        for kind in sorted(kinds):
+            objects = (
+                listed[kind] if kind in listed else client.list(*kind, namespace, chunk_selector)
+            )
+            for obj in objects:
                 app = obj["metadata"].get("labels", {}).get(LABEL_APP_ID, "")
                 if app in chunk:
                     chunk[app].workloads.append(obj)
@@ -69,6 +70,27 @@ def app_views(
                 chunk[app].pods.append(pod)
         views.update(chunk)
     return views
+
+
+def find_record(
+    client: KubeClient,
+    namespace: str,
+    selector: str,
+    name: str,
+    record_kinds: Sequence[tuple[str, str]] = (CONFIGMAP,),
+) -> AppView | None:
+    """The app's record (a view without workloads or pods) from the API server, or None for
+    an unknown app: a GET of its ConfigMap, then a list per other kind that may hold it."""
+    configmap = client.get(*CONFIGMAP, namespace, name)
+    if configmap is not None and record_app(CONFIGMAP, configmap) == name:
+        return AppView(record=configmap)
+    app_selector = f"{selector},{LABEL_APP_ID}={name}"
+    for kind in record_kinds:
+        if kind != CONFIGMAP:
+            found = record_views([(kind, client.list(*kind, namespace, app_selector))], [name])
+            if name in found:
+                return found[name]
+    return None
 
 
 def wait_rank0_ip(client: KubeClient, request: KubernetesRequest) -> str:

@@ -37,9 +37,11 @@ from anylaunch.specs.api import AppDef, Role
 class KubernetesRequest:
     """The native request of the Kubernetes schedulers: the objects to create, in order.
 
-    ``objects[0]`` is the app record (a ConfigMap). ``embedded_objects`` are the objects a
-    custom resource (Volcano Job, AppWrapper) will create (pods, services, ...): each is
-    validated by its own API before submission, since a CRD's schema does not check them. With ``rank0_pod_ip`` the objects after ``rank0_index``
+    ``objects[0]`` is or carries the app record (see
+    :mod:`~anylaunch.schedulers.kubernetes_record`): once it is created the app exists.
+    ``embedded_objects`` are the objects a custom resource (Volcano Job, AppWrapper) will
+    create (pods, services, ...): each is validated by its own API before submission, since a
+    CRD's schema does not check them. With ``rank0_pod_ip`` the objects after ``rank0_index``
     hold :data:`RANK0_IP_PLACEHOLDER` until ``schedule`` learns the rank-0 pod's IP.
     """
 

@@ -14,7 +14,9 @@ Two modes (run option ``mode``):
   scheduled (``minAvailable``) in a Volcano ``queue``, restarted per the role's retry policy
   (APPLICATION and ROLE restart the job, REPLICA the task) up to ``maxRetry``.
 
-Every app also has a record ConfigMap (see :mod:`anylaunch.schedulers.kubernetes_common`).
+Every app has a record (see :mod:`anylaunch.schedulers.kubernetes_record`): in jobs mode an
+annotation of its rank-0 Job, which is created first, so launching an app writes its Jobs (and
+Service) and nothing else; in volcano mode a ConfigMap.
 App ids are ``{namespace}:{name}``. Rank-0 discovery: ``ANYLAUNCH_RANK0_HOST`` is the rank-0
 pod's own IP in that pod, and for the other replicas either its DNS name (``rank0_host=dns``,
 needs cluster DNS) or its IP (``rank0_host=pod_ip``, jobs mode: ``schedule`` creates rank 0
@@ -36,7 +38,7 @@ container must keep the image, command, args and env of its Role; sidecars may b
 ...                             resource=Resource(cpu=1, gpu=0, memMB=256))])
 >>> info = create_scheduler("demo").submit_dryrun(app, {"namespace": "ml"})
 >>> [obj["kind"] for obj in info.request.objects]  # one pod: no Service needed
-['ConfigMap', 'Job']
+['Job']
 >>> info.request.app_id.startswith("ml:hello-")
 True
 """
@@ -55,7 +57,9 @@ from anylaunch.schedulers.kubernetes_common import (
     utc_now,
 )
 from anylaunch.schedulers.kubernetes_names import (
+    ANNOTATION_RECORD,
     ANNOTATION_STOPPED,
+    RECORD_ANNOTATION_MAX,
     KubernetesCommonOpts,
     make_app_name,
     role_dns_names,
@@ -170,6 +174,8 @@ class KubernetesScheduler(KubernetesSchedulerBase):
 
     backend_name = BACKEND
     opts_class = KubernetesOpts
+    # jobs mode keeps the record on the rank-0 Job (record ConfigMaps come first)
+    record_kinds = (("v1", "ConfigMap"), ("batch/v1", "Job"))
 
     def _workload_kinds(self, mode: str) -> list[tuple[str, str]]:
         if mode == "volcano":
@@ -188,12 +194,7 @@ class KubernetesScheduler(KubernetesSchedulerBase):
         namespace = opts.namespace
         labels = app_labels(BACKEND, "jobs", name, app.name)
         pod_ip = opts.rank0_host == "pod_ip"
-        objects: list[dict[str, Any]] = [self._record(app, "jobs", namespace, name, labels)]
-        if sum(role.num_replicas for role in app.roles) > 1:
-            # replicas find each other by name through it; a lone pod (rank 0, which reads
-            # its own IP) needs none, and skipping it spares the cluster the endpoint updates
-            # of every pod state change (most of an app's API requests)
-            objects.append(headless_service(app, name, namespace, labels))
+        jobs: list[dict[str, Any]] = []
         for rep in replica_pods(
             app,
             app_id=f"{namespace}:{name}",
@@ -220,15 +221,31 @@ class KubernetesScheduler(KubernetesSchedulerBase):
             }
             targets: list[tuple[AppDef | Role, str]] = [(app, BACKEND), (rep.replica, BACKEND)]
             apply_overlays(job, targets, "V1Job", JOB_OVERLAY_BLOCKLIST, _SUGGESTION)
-            objects.append(job)
+            jobs.append(job)
+        # the rank-0 Job carries the record and is created first: the app exists (describes)
+        # from the first write on
+        objects: list[dict[str, Any]] = []
+        payload = self._record_payload(app, "jobs")
+        if len(payload) > RECORD_ANNOTATION_MAX:
+            objects.append(self._record(app, "jobs", namespace, name, labels))
+        else:
+            jobs[0]["metadata"].setdefault("annotations", {})[ANNOTATION_RECORD] = payload
+        rank0_index = len(objects)
+        objects.append(jobs[0])
+        if len(jobs) > 1:
+            # replicas find each other by name through it; a lone pod (rank 0, which reads
+            # its own IP) needs none, and skipping it spares the cluster the endpoint updates
+            # of every pod state change (most of an app's API requests)
+            objects.append(headless_service(app, name, namespace, labels))
+        objects += jobs[1:]
         return KubernetesRequest(
             scheduler=BACKEND,
             mode="jobs",
             namespace=namespace,
             name=name,
             objects=objects,
-            rank0_pod_ip=pod_ip and len(objects) > 3,
-            rank0_index=2,
+            rank0_pod_ip=pod_ip and len(jobs) > 1,
+            rank0_index=rank0_index,
             rank0_timeout=opts.rank0_timeout,
         )
 
@@ -296,16 +313,14 @@ class KubernetesScheduler(KubernetesSchedulerBase):
     def _replicas(
         self, view: AppView, roles: Sequence[Role], role_labels: Mapping[str, str]
     ) -> tuple[AppState | None, list[ReplicaView], str]:
-        mode = view.record["metadata"].get("labels", {}).get("anylaunch.io/mode", "jobs")
-        if mode == "volcano":
+        if view.mode == "volcano":
             return _volcano_replicas(view, roles, role_labels)
         return None, _job_replicas(view, roles, role_labels), _stopped_msg(view)
 
     def _stop_remaining(self, namespace: str, view: AppView, failed: str) -> None:
         """Jobs mode: a replica failed for good, so stop the others (an active deadline makes
         the Job controller delete their pods) and remember why on the record."""
-        mode = view.record["metadata"].get("labels", {}).get("anylaunch.io/mode", "jobs")
-        if mode != "jobs":
+        if view.mode != "jobs":
             return
         client = self.client()
         for job in view.workloads:
@@ -318,8 +333,7 @@ class KubernetesScheduler(KubernetesSchedulerBase):
                     {"spec": {"activeDeadlineSeconds": 1}},
                 )
         client.patch(
-            "v1",
-            "ConfigMap",
+            *view.record_kind,
             namespace,
             view.record["metadata"]["name"],
             {"metadata": {"annotations": {ANNOTATION_STOPPED: f"{utc_now()} {failed}"}}},

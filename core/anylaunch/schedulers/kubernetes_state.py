@@ -15,6 +15,8 @@ from typing import Any
 
 from anylaunch.schedulers.api import DescribeAppResponse
 from anylaunch.schedulers.kubernetes_names import (
+    LABEL_APP_ID,
+    LABEL_MODE,
     LABEL_REPLICA_ID,
     LABEL_ROLE,
 )
@@ -159,6 +161,19 @@ class AppView:
     record: dict[str, Any]
     workloads: list[dict[str, Any]] = field(default_factory=list)
     pods: list[dict[str, Any]] = field(default_factory=list)
+    #: (apiVersion, kind) of the object holding the record (see
+    #: :mod:`~anylaunch.schedulers.kubernetes_record`)
+    record_kind: tuple[str, str] = ("v1", "ConfigMap")
+
+    @property
+    def app(self) -> str:
+        """The app's name (its id within the namespace)."""
+        return str(self.record["metadata"].get("labels", {}).get(LABEL_APP_ID, ""))
+
+    @property
+    def mode(self) -> str:
+        """The mode the app was submitted in."""
+        return str(self.record["metadata"].get("labels", {}).get(LABEL_MODE, ""))
 
 
 def app_verdict(

@@ -1,8 +1,8 @@
 """One shared list+watch of the Kubernetes objects anylaunch's apps are made of, per API
 server, label selector and namespace, in a long-lived process.
 
-A :class:`KubeWatch` keeps a cache of the app records (ConfigMaps), workloads (Jobs, Volcano
-Jobs, AppWrappers) and pods that carry the scheduler's labels, one background thread per
+A :class:`KubeWatch` keeps a cache of the app records (ConfigMaps, and the kinds whose objects
+may carry one), workloads (Jobs, Volcano Jobs, AppWrappers) and pods that carry the scheduler's labels, one background thread per
 (namespace, kind): it lists them, then watches from the list's ``resourceVersion`` (bookmarks
 on), re-lists on ``410 Gone`` and every :data:`RESYNC_S` seconds, and reconnects with backoff
 when the connection breaks. Every change notifies the app it belongs to on a
@@ -13,7 +13,7 @@ While a namespace's watches are connected and synced, :meth:`KubeWatch.views` an
 describes from the cache (no API request, whatever the number of apps); when a watch is
 down the answer is None and the scheduler lists as before (ordinary polling), and waiters
 fall back to their poll interval. A process reads its own writes: after the scheduler
-patched or deleted an app record (:meth:`KubeWatch.own_write`), that app is listed from the
+wrote or deleted an app record (:meth:`KubeWatch.own_write`), that app is listed from the
 API server until the watch has delivered the write. Watches are shared process-wide (:func:`acquire`) and
 stopped when their last user releases them.
 """
@@ -34,7 +34,8 @@ from anylaunch.schedulers.kubernetes_client import (
     KubernetesApiError,
     collection_path,
 )
-from anylaunch.schedulers.kubernetes_names import LABEL_APP_ID, LABEL_MODE, parse_app_id
+from anylaunch.schedulers.kubernetes_names import LABEL_APP_ID, parse_app_id
+from anylaunch.schedulers.kubernetes_record import CONFIGMAP, record_app, record_views
 from anylaunch.schedulers.kubernetes_state import AppView
 from anylaunch.schedulers.sharing import SharedPool
 
@@ -62,7 +63,6 @@ MAX_BACKOFF_S = 30.0
 OWN_WRITE_S = 60.0
 
 _Kind = tuple[str, str]
-_RECORD: _Kind = ("v1", "ConfigMap")
 _POD: _Kind = ("v1", "Pod")
 
 
@@ -131,11 +131,9 @@ class _KindWatch:
         with self.owner.lock:
             old, self.objects = self.objects, fresh
             self._version = (answer.get("metadata") or {}).get("resourceVersion")
-            if self.kind == _RECORD:
-                for namespace, name in list(self.owner._writes):
-                    if namespace == self.namespace:
-                        obj = fresh.get(name)
-                        self.owner._saw_record(namespace, name, _version_of(obj), obj is None)
+            if self.kind in self.owner.record_kinds:
+                for obj in (*fresh.values(), *old.values()):
+                    self.owner._saw_record(self.namespace, self.kind, obj)
             self._listed_at = time.monotonic()
             if self.unserved:
                 self.healthy = True  # nothing to watch: the empty cache is current
@@ -192,8 +190,8 @@ class _KindWatch:
             else:
                 self.objects[name] = obj
             self._version = version or self._version
-            if self.kind == _RECORD:
-                self.owner._saw_record(self.namespace, name, version, kind == "DELETED")
+            if self.kind in self.owner.record_kinds:
+                self.owner._saw_record(self.namespace, self.kind, obj)
         app = _app_of(obj)
         if app:
             self.owner.feed.notify(f"{self.namespace}:{app}")
@@ -257,14 +255,8 @@ class OwnWrite:
     def __init__(self) -> None:
         self.deadline = time.monotonic() + OWN_WRITE_S
         self.version: str | None = None  # the record's version after the write
-        self.deleted = False  # the write deleted the record
-        self.seen: set[str] = set()  # versions delivered since the write began
-        self.seen_deleted = False
-
-    def delivered(self) -> bool:
-        if self.deleted:
-            return self.seen_deleted
-        return self.version is not None and self.version in self.seen
+        self.deleted = False  # the write deleted the app (its record with it)
+        self.seen: set[str] = set()  # record versions delivered since the write began
 
     def done(self, version: str | None = None, *, deleted: bool = False) -> None:
         """Records the write's outcome: the record's new ``version``, or that it was deleted."""
@@ -277,21 +269,25 @@ class KubeWatch:
     Args:
         client: the API client the watches use (thread-safe connection pool)
         selector: the label selector of the scheduler's objects
+        record_kinds: the kinds whose objects may hold an app record (always watched)
     """
 
-    def __init__(self, client: KubeClient, selector: str) -> None:
+    def __init__(
+        self, client: KubeClient, selector: str, record_kinds: Sequence[_Kind] = (CONFIGMAP,)
+    ) -> None:
         self.client = client
         self.selector = selector
+        self.record_kinds = tuple(record_kinds)
         self.lock = threading.Lock()
         self.stopped = threading.Event()
         self.feed = KubeChangeFeed(self)
         self._kinds: dict[tuple[str, _Kind], _KindWatch] = {}
-        # (namespace, record name) -> this process's write the watch has not delivered yet
+        # (namespace, app) -> this process's record write the watch has not delivered yet
         self._writes: dict[tuple[str, str], OwnWrite] = {}
 
     @contextlib.contextmanager
     def own_write(self, namespace: str, name: str) -> Iterator[OwnWrite]:
-        """Around a write to the app record ``name``: until the watch delivers it (or
+        """Around a write to the record of app ``name``: until the watch delivers it (or
         :data:`OWN_WRITE_S` pass), the app is read from the API server, not the cache, so the
         writer reads its own write. Call ``.done(version)`` or ``.done(deleted=True)`` on the
         yielded object once the write succeeded; a write that raised, or wrote nothing (no
@@ -309,39 +305,58 @@ class KubeWatch:
             raise
         nothing_written = write.version is None and not write.deleted
         with self.lock:
-            if (nothing_written or write.delivered()) and self._writes.get(
-                (namespace, name)
-            ) is write:
+            if self._writes.get((namespace, name)) is write and (
+                nothing_written or self._delivered(namespace, name, write)
+            ):
                 del self._writes[(namespace, name)]
 
-    def _pending_write(self, namespace: str, name: str) -> bool:
-        """True while an own write to the record is not in the cache yet (under the lock)."""
-        write = self._writes.get((namespace, name))
+    def _delivered(self, namespace: str, app: str, write: OwnWrite) -> bool:
+        """Whether the cache holds ``write`` (under the lock): the version it wrote was seen,
+        or, for a delete, no record of the app is left in the cache."""
+        if write.deleted:
+            return not self._cached_records(namespace, [app])
+        return write.version is not None and write.version in write.seen
+
+    def _pending_write(self, namespace: str, app: str) -> bool:
+        """True while an own write to the app's record is not in the cache yet (under the
+        lock)."""
+        write = self._writes.get((namespace, app))
         if write is None:
             return False
-        if write.delivered() or time.monotonic() > write.deadline:
-            del self._writes[(namespace, name)]
+        if self._delivered(namespace, app, write) or time.monotonic() > write.deadline:
+            del self._writes[(namespace, app)]
             return False
         return True
 
-    def _saw_record(self, namespace: str, name: str, version: str | None, gone: bool) -> None:
-        """The record watch delivered ``name`` at ``version`` (or its deletion; under the
-        lock)."""
-        write = self._writes.get((namespace, name))
+    def _saw_record(self, namespace: str, kind: _Kind, obj: dict[str, Any]) -> None:
+        """A record watch delivered ``obj``, or its deletion (under the lock, the cache
+        updated): an own write it completes is done."""
+        if not self._writes:
+            return
+        app = record_app(kind, obj)
+        write = self._writes.get((namespace, app))
         if write is None:
             return
-        if gone:
-            write.seen_deleted = True
-        elif version is not None:
+        version = _version_of(obj)
+        if version is not None:
             write.seen.add(version)
-        if write.delivered():
-            del self._writes[(namespace, name)]
+        if self._delivered(namespace, app, write):
+            del self._writes[(namespace, app)]
+
+    def _cached_records(self, namespace: str, names: Sequence[str] | None) -> dict[str, AppView]:
+        """Views holding only the cached records of ``names`` (all if None; under the lock)."""
+        listed = [
+            (kind, watch.objects.values())
+            for kind in self.record_kinds
+            if (watch := self._kinds.get((namespace, kind))) is not None
+        ]
+        return record_views(listed, names)
 
     def ensure(self, namespace: str, kinds: Collection[_Kind] = ()) -> bool:
         """Starts the watches of ``namespace`` (records, pods and ``kinds``) that are not
         running yet; True if all of them are already healthy."""
         healthy = True
-        for kind in (_RECORD, _POD, *kinds):
+        for kind in (*self.record_kinds, _POD, *kinds):
             with self.lock:
                 if self.stopped.is_set():
                     return False
@@ -368,19 +383,14 @@ class KubeWatch:
         if not self.ensure(namespace):
             return None
         with self.lock:
-            records = self._kinds[(namespace, _RECORD)].objects
-            wanted = list(records) if names is None else [n for n in names if n in records]
+            views = self._cached_records(namespace, names)
             if self._writes:  # apps this process just wrote: listed (read your writes)
-                if names is None and any(self._pending_write(namespace, n) for n in records):
+                pending = {app for ns, app in list(self._writes) if ns == namespace}
+                pending = {app for app in pending if self._pending_write(namespace, app)}
+                if names is None and pending:
                     return None
-                wanted = [n for n in wanted if not self._pending_write(namespace, n)]
-            views: dict[str, AppView] = {}
-            for name in wanted:
-                record = records[name]
-                if record["metadata"].get("labels", {}).get(LABEL_APP_ID) == name:
-                    views[name] = AppView(record=record)
-            modes = {v.record["metadata"]["labels"].get(LABEL_MODE, "") for v in views.values()}
-            needed = {kind for mode in modes for kind in workload_kinds(mode)[:1]}
+                views = {app: view for app, view in views.items() if app not in pending}
+            needed = {kind for view in views.values() for kind in workload_kinds(view.mode)[:1]}
         if not self.ensure(namespace, needed):
             return None
         with self.lock:
@@ -395,14 +405,14 @@ class KubeWatch:
                     view.pods.append(pod)
         return views
 
-    def record(self, namespace: str, name: str) -> tuple[bool, dict[str, Any] | None]:
-        """(served from the cache, the app record or None)."""
+    def record(self, namespace: str, name: str) -> tuple[bool, AppView | None]:
+        """(served from the cache, a view holding only the app's record, or None)."""
         if not self.ensure(namespace):
             return False, None
         with self.lock:
             if self._pending_write(namespace, name):
                 return False, None
-            return True, self._kinds[(namespace, _RECORD)].objects.get(name)
+            return True, self._cached_records(namespace, [name]).get(name)
 
     def pods(self, namespace: str, labels: dict[str, str]) -> list[dict[str, Any]] | None:
         """The cached pods carrying all ``labels``, or None while the pod watch is down."""
@@ -453,7 +463,12 @@ def _server(client: KubeClient) -> str:
     return str(getattr(configuration, "host", "") or id(client))
 
 
-def acquire(client: KubeClient, selector: str, identity: str = "") -> KubeWatch:
+def acquire(
+    client: KubeClient,
+    selector: str,
+    identity: str = "",
+    record_kinds: Sequence[_Kind] = (CONFIGMAP,),
+) -> KubeWatch:
     """The process's watch of ``selector`` on ``client``'s API server (created on first use);
     pair with :func:`release`.
 
@@ -461,10 +476,12 @@ def acquire(client: KubeClient, selector: str, identity: str = "") -> KubeWatch:
         identity: who the watch acts as (e.g. the kubeconfig and context the client came
             from); only users of the same server, identity and selector share a watch, so a
             cache filled with one user's permissions never answers another's describes
+        record_kinds: the kinds whose objects may hold an app record (fixed per selector,
+            which names the scheduler)
     """
     return _SHARED.acquire(
         (_server(client), identity, selector),
-        make=lambda: KubeWatch(client, selector),
+        make=lambda: KubeWatch(client, selector, record_kinds),
         usable=lambda watch: not watch.stopped.is_set(),
         discard=KubeWatch.close,
     )

@@ -1,6 +1,8 @@
-"""The app record (a ConfigMap per app) on the provisioned cluster: it never holds a secret env
-value in clear while the pods get the real one, and records written by the previous version
-(apps launched before an upgrade) still describe, list and serve logs."""
+"""The app record on the provisioned cluster (an annotation of the rank-0 Job in jobs mode, a
+ConfigMap in the other modes, too long a record or a cancelled app): it never holds a secret
+env value in clear while the pods get the real one, and records written by the previous version
+(a ConfigMap per app, for apps launched before an upgrade) still describe, list and serve
+logs."""
 
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ from anylaunch.specs.errors import InvalidSpecError
 from tests.schedulers.kubernetes.kube_cluster import BUSYBOX, wait_for
 
 SECRET = "s3cr3t-value-42"
+RECORD = "anylaunch.io/record"
 NOWHERE = {"node.kubernetes.io/instance-type": "anylaunch-no-such-instance-type"}
 
 
@@ -26,6 +29,13 @@ def _record(client: KubeClient, namespace: str, name: str) -> dict[str, Any]:
     record = client.get("v1", "ConfigMap", namespace, name)
     assert record is not None
     return dict(record)
+
+
+def _job_record(client: KubeClient, namespace: str, job_name: str) -> tuple[str, dict[str, Any]]:
+    """(the record annotation's text, the Job carrying it)."""
+    job = client.get("batch/v1", "Job", namespace, job_name)
+    assert job is not None
+    return job["metadata"]["annotations"][RECORD], dict(job)
 
 
 def _env(container: dict[str, Any]) -> dict[str, str]:
@@ -53,12 +63,13 @@ def test_the_record_holds_no_secret_value_while_the_pod_gets_it(
     app_id = k8s.schedule(info)
     name = app_id.split(":", 1)[1]
 
-    record = _record(kube_client, kube_namespace, name)
-    assert SECRET not in json.dumps(record)
-    stored = json.loads(record["data"]["app.json"])["roles"][0]["env"]
+    assert kube_client.get("v1", "ConfigMap", kube_namespace, name) is None  # on the Job
+    record, job = _job_record(kube_client, kube_namespace, f"{name}-main-0")
+    assert SECRET not in record
+    stored = json.loads(record)["roles"][0]["env"]
     assert stored == {"API_TOKEN": "***", "DB_PASSWORD": "***", "LR": "0.1"}
-    job = kube_client.get("batch/v1", "Job", kube_namespace, f"{name}-main-0")
-    assert job is not None
+    # the pod does not carry the record (the Job's own annotations stay on the Job)
+    assert RECORD not in (job["spec"]["template"]["metadata"].get("annotations") or {})
     env = _env(job["spec"]["template"]["spec"]["containers"][0])
     assert (env["API_TOKEN"], env["DB_PASSWORD"]) == (SECRET, f"{SECRET}-2")
 
@@ -153,8 +164,22 @@ def test_a_record_of_the_previous_version_still_describes(
     cfg = {"namespace": kube_namespace}
     app_id = k8s.submit(AppDef("upgraded", [role]), cfg)
     name = app_id.split(":", 1)[1]
+    # what the previous version left: a record ConfigMap, and no record on the Jobs
     old = json.dumps(_previous_version_record(name, session_name), sort_keys=True)
-    kube_client.patch("v1", "ConfigMap", kube_namespace, name, {"data": {"app.json": old}})
+    _, job = _job_record(kube_client, kube_namespace, f"{name}-trainer-1-0")
+    labels = {k: v for k, v in job["metadata"]["labels"].items() if "role" not in k}
+    labels.pop("anylaunch.io/replica-id")
+    kube_client.create(
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": name, "labels": labels},
+            "data": {"app.json": old},
+        },
+        kube_namespace,
+    )
+    unmark = {"metadata": {"annotations": {RECORD: None}}}
+    kube_client.patch("batch/v1", "Job", kube_namespace, f"{name}-trainer-1-0", unmark)
 
     desc = k8s.describe(app_id)
     assert desc is not None and desc.state in (AppState.SUBMITTED, AppState.PENDING)
@@ -177,3 +202,36 @@ def test_a_record_of_the_previous_version_still_describes(
     k8s.cancel(app_id)
     desc = k8s.describe(app_id)
     assert desc is not None and desc.state == AppState.CANCELLED
+    assert desc.roles[0].args == ["600"]  # the old record, now carrying the cancel mark
+    assert (
+        "anylaunch.io/cancelled"
+        in _record(kube_client, kube_namespace, name)["metadata"]["annotations"]
+    )
+
+
+def test_a_record_too_long_for_an_annotation_gets_a_configmap(
+    k8s: KubernetesScheduler, kube_client: KubeClient, kube_namespace: str
+) -> None:
+    """A record over the annotation budget (the server allows 256 KiB for all of an object's
+    annotations) is written to a ConfigMap first; the app describes, and cancels, as any."""
+    long_args = [f"--arg-{i}={'x' * 1000}" for i in range(210)]
+    role = Role(
+        "main",
+        BUSYBOX,
+        entrypoint="sleep",
+        args=["600", *long_args],
+        resource=Resource(cpu=1, gpu=0, memMB=128, capabilities=dict(NOWHERE)),
+    )
+    info = k8s.submit_dryrun(AppDef("long", [role]), {"namespace": kube_namespace})
+    assert [o["kind"] for o in info.request.objects] == ["ConfigMap", "Job"]
+    app_id = k8s.schedule(info)
+    name = app_id.split(":", 1)[1]
+    job = kube_client.get("batch/v1", "Job", kube_namespace, f"{name}-main-0")
+    assert job is not None and RECORD not in (job["metadata"].get("annotations") or {})
+    desc = k8s.describe(app_id)
+    assert desc is not None and desc.state in (AppState.SUBMITTED, AppState.PENDING)
+    assert desc.roles[0].args == role.args
+    k8s.cancel(app_id)
+    desc = k8s.describe(app_id)
+    assert desc is not None and desc.state == AppState.CANCELLED
+    assert kube_client.get("batch/v1", "Job", kube_namespace, f"{name}-main-0") is None

@@ -6,6 +6,7 @@ Volcano mode against the Volcano Job CRD. Pods that really run: test_kubernetes_
 
 from __future__ import annotations
 
+import json
 import time
 from typing import Any
 
@@ -94,13 +95,19 @@ def test_dryrun_needs_no_cluster_and_prints_yaml_with_secrets_masked(
 
     text = str(info)
     docs = list(yaml.safe_load_all(text))
-    assert [d["kind"] for d in docs] == ["ConfigMap", "Service", "Job", "Job", "Job"]
+    # the rank-0 Job first: it carries the app record, so the app exists from the first write
+    assert [d["kind"] for d in docs] == ["Job", "Service", "Job", "Job"]
     assert "s3cr3t" not in text and "'***'" in text
+    record = json.loads(docs[0]["metadata"]["annotations"]["anylaunch.io/record"])
+    assert record["roles"][0]["env"]["API_TOKEN"] == "***"
+    assert [
+        d for d in docs[1:] if "anylaunch.io/record" in d["metadata"].get("annotations", {})
+    ] == []
     # printing masks a copy: the request still carries the real value
-    env0 = {e["name"]: e for e in containers(request.objects[2])[0]["env"]}
+    env0 = {e["name"]: e for e in containers(request.objects[0])[0]["env"]}
     assert env0["API_TOKEN"]["value"] == "s3cr3t"
 
-    job0, job1, reader = docs[2], docs[3], docs[4]
+    job0, job1, reader = docs[0], docs[2], docs[3]
     assert [j["metadata"]["name"] for j in (job0, job1, reader)] == [
         f"{name}-trainer-1-0",
         f"{name}-trainer-1-1",
@@ -258,7 +265,8 @@ def test_overlays_apply_app_level_then_role_level_per_replica() -> None:
         },
     )
     set_overlay(app.roles[0], "kubernetes", "V1Job", {"spec": {"activeDeadlineSeconds": 600}})
-    jobs = create_scheduler("offline").submit_dryrun(app, {}).request.objects[2:]
+    objects = create_scheduler("offline").submit_dryrun(app, {}).request.objects
+    jobs = [o for o in objects if o["kind"] == "Job"]
     assert [j["spec"]["template"]["metadata"]["annotations"]["replica"] for j in jobs[:2]] == [
         "0",
         "1",
@@ -273,17 +281,17 @@ def test_a_lone_pod_gets_no_service_and_reads_its_own_ip() -> None:
     from the downward API; two replicas: the Service, and rank 1 finds rank 0 by name."""
     one = AppDef("lone", [Role("main", "busybox", entrypoint="true")])
     request = create_scheduler("offline").submit_dryrun(one, {}).request
-    assert [o["kind"] for o in request.objects] == ["ConfigMap", "Job"]
+    assert [o["kind"] for o in request.objects] == ["Job"]
     assert not request.rank0_pod_ip
     (env,) = [
-        e for e in containers(request.objects[1])[0]["env"] if e["name"] == "ANYLAUNCH_RANK0_HOST"
+        e for e in containers(request.objects[0])[0]["env"] if e["name"] == "ANYLAUNCH_RANK0_HOST"
     ]
     assert env["valueFrom"]["fieldRef"]["fieldPath"] == "status.podIP"
 
     two = AppDef("pair", [Role("main", "busybox", entrypoint="true", num_replicas=2)])
     objects = create_scheduler("offline").submit_dryrun(two, {}).request.objects
-    assert [o["kind"] for o in objects] == ["ConfigMap", "Service", "Job", "Job"]
-    rank1_env = {e["name"]: e for e in containers(objects[3])[0]["env"]}
+    assert [o["kind"] for o in objects] == ["Job", "Service", "Job"]
+    rank1_env = {e["name"]: e for e in containers(objects[2])[0]["env"]}
     assert rank1_env["ANYLAUNCH_RANK0_HOST"]["value"].endswith(f".{objects[1]['metadata']['name']}")
 
 
@@ -340,7 +348,7 @@ def test_every_rendered_object_is_valid_for_the_api_server(
             echoed = kube_client.create(obj, kube_namespace, dry_run=True)
             assert echoed["metadata"]["name"] == obj["metadata"]["name"]
         if mode == "jobs":
-            job = kube_client.create(request.objects[2], kube_namespace, dry_run=True)
+            job = kube_client.create(request.objects[0], kube_namespace, dry_run=True)
             pod = job["spec"]["template"]["spec"]
             # the server parsed and normalized what was sent (quantities, defaults)
             assert pod["containers"][0]["resources"]["limits"] == {
@@ -476,8 +484,9 @@ def test_lifecycle_submit_describe_list_cancel_delete(
     cfg = {"namespace": kube_namespace}
     app_id = k8s.submit(app, cfg)
     name = app_id.split(":", 1)[1]
+    # the record is on the rank-0 Job: no ConfigMap until a cancel needs one
     assert _app_objects(kube_client, kube_namespace, name) == {
-        "ConfigMap": 1,
+        "ConfigMap": 0,
         "Service": 1,
         "Job": 3,
     }
@@ -564,8 +573,12 @@ def test_a_plain_app_is_created_without_a_dry_run_and_a_volcano_one_with(
     cfg = {"namespace": kube_namespace}
     counting_client.calls.clear()
     k8s.submit(unschedulable_app(replicas=1), cfg)
-    posts = [c for c in counting_client.calls if c.startswith("POST ")]
-    assert posts and not any(c.endswith("(dry run)") for c in posts), posts
+    # one write per Job (the record rides on the rank-0 one, written first), a Service for
+    # the two replicas, nothing else
+    posts = [c for c in counting_client.calls if not c.startswith("GET ")]
+    jobs = f"POST /apis/batch/v1/namespaces/{kube_namespace}/jobs"
+    services = f"POST /api/v1/namespaces/{kube_namespace}/services"
+    assert posts == [jobs, services, jobs], posts
 
     counting_client.calls.clear()  # the pods of a Volcano job: its CRD does not check them
     k8s.submit(kitchen_sink(), {**cfg, "mode": "volcano"})

@@ -157,8 +157,9 @@ def test_a_process_reads_its_own_cancel_and_delete_while_the_watch_lags(
 ) -> None:
     """The cache only learns of a write when the watch delivers it; until then the writer's
     own describes go to the API server, so a cancel reads back CANCELLED and a delete None,
-    at once. The record watch is held back here (its events wait on a gate) to make the lag
-    certain rather than a race."""
+    at once. The watches of the kinds that hold records (the ConfigMap a cancel writes, the
+    Job that carried the record before) are held back here (their events wait on a gate) to
+    make the lag certain rather than a race."""
     app_id = watched.submit(sleeper(300), {**CFG, "namespace": kube_namespace})
     name = app_id.split(":")[1]
     watch = _watch(watched)
@@ -167,32 +168,45 @@ def test_a_process_reads_its_own_cancel_and_delete_while_the_watch_lags(
         120,
         "the app to run",
     )
-    assert watch.record(kube_namespace, name)[0] is True  # served from the cache
-    (record_watch,) = [
-        w for w in watch.kind_watches(kube_namespace) if w.kind == ("v1", "ConfigMap")
-    ]
+    cached, view = watch.record(kube_namespace, name)
+    assert cached is True and view is not None  # served from the cache: the Job's record
+    assert view.record_kind == ("batch/v1", "Job")
+    record_watches = {
+        w.kind: w
+        for w in watch.kind_watches(kube_namespace)
+        if w.kind in (("v1", "ConfigMap"), ("batch/v1", "Job"))
+    }
+    assert len(record_watches) == 2
     gate = threading.Event()
-    apply = record_watch._apply
 
-    def held_back(kind: str, obj: dict[str, Any]) -> None:
-        gate.wait(300)
-        apply(kind, obj)
+    def hold_back(kind_watch: Any) -> None:
+        apply = kind_watch._apply
 
-    monkeypatch.setattr(record_watch, "_apply", held_back)
+        def held_back(kind: str, obj: dict[str, Any]) -> None:
+            gate.wait(300)
+            apply(kind, obj)
+
+        monkeypatch.setattr(kind_watch, "_apply", held_back)
+
+    for kind_watch in record_watches.values():
+        hold_back(kind_watch)
+    cached_records = record_watches[("v1", "ConfigMap")].objects
+    cached_jobs = record_watches[("batch/v1", "Job")].objects
     try:
         watched.cancel(app_id)
-        assert record_watch.objects[name]["metadata"].get("annotations") in (None, {})
+        assert name not in cached_records  # the cancel's ConfigMap has not arrived
+        assert f"{name}-sleeper-0" in cached_jobs  # nor the deletion of the Job
         cancelled = watched.describe(app_id)
         assert cancelled is not None and cancelled.state == AppState.CANCELLED
         watched.delete(app_id)
-        assert name in record_watch.objects  # the cache still has it
+        assert f"{name}-sleeper-0" in cached_jobs  # the cache still has the app
         assert watched.describe(app_id) is None
         assert watch.record(kube_namespace, name) == (False, None)
     finally:
         gate.set()
     # once the watch delivered the deletion, the cache is trusted again
     wait_for(lambda: not watch._writes, 120, "the watch to deliver the writes")
-    assert name not in record_watch.objects
+    assert name not in cached_records and f"{name}-sleeper-0" not in cached_jobs
     assert watched.describe(app_id) is None
 
 
