@@ -235,3 +235,24 @@ def test_a_record_too_long_for_an_annotation_gets_a_configmap(
     desc = k8s.describe(app_id)
     assert desc is not None and desc.state == AppState.CANCELLED
     assert kube_client.get("batch/v1", "Job", kube_namespace, f"{name}-main-0") is None
+
+
+def test_a_cancel_that_finds_the_record_configmap_created_meanwhile_adds_its_mark(
+    k8s: KubernetesScheduler, kube_client: KubeClient, kube_namespace: str
+) -> None:
+    """Two cancels of one app race: the later one's create of the record ConfigMap meets the
+    earlier one's (409) and adds its marks to it rather than failing."""
+    configmap = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "raced-app", "labels": {"anylaunch.io/app-id": "raced-app"}},
+        "data": {"app.json": "{}"},
+    }
+    first = k8s._create_or_mark(kube_namespace, configmap)
+    assert first["metadata"].get("annotations") in (None, {})
+    marked = {**configmap, "metadata": {**configmap["metadata"], "annotations": {"k": "v"}}}
+    second = k8s._create_or_mark(kube_namespace, marked)
+    assert second["metadata"]["annotations"] == {"k": "v"}
+    stored = kube_client.get("v1", "ConfigMap", kube_namespace, "raced-app")
+    assert stored["metadata"]["annotations"] == {"k": "v"}
+    assert stored["data"] == {"app.json": "{}"}
