@@ -122,8 +122,7 @@ def cancel_record(
     """
     meta = holder.get("metadata") or {}
     labels = {k: v for k, v in (meta.get("labels") or {}).items() if k in APP_LABEL_KEYS}
-    annotations = dict(meta.get("annotations") or {})
-    payload = str(annotations.pop(ANNOTATION_RECORD, "{}"))
+    payload = str((meta.get("annotations") or {}).get(ANNOTATION_RECORD, "{}"))
     return record_configmap(
         payload,
         namespace=namespace,

@@ -65,6 +65,7 @@ from anylaunch.schedulers.kubernetes_names import (
     role_dns_names,
 )
 from anylaunch.schedulers.kubernetes_pods import PodOptions, apply_overlays
+from anylaunch.schedulers.kubernetes_record import CONFIGMAP
 from anylaunch.schedulers.kubernetes_request import (
     RANK0_IP_PLACEHOLDER,
     KubernetesRequest,
@@ -175,7 +176,7 @@ class KubernetesScheduler(KubernetesSchedulerBase):
     backend_name = BACKEND
     opts_class = KubernetesOpts
     # jobs mode keeps the record on the rank-0 Job (record ConfigMaps come first)
-    record_kinds = (("v1", "ConfigMap"), ("batch/v1", "Job"))
+    record_kinds = (CONFIGMAP, ("batch/v1", "Job"))
 
     def _workload_kinds(self, mode: str) -> list[tuple[str, str]]:
         if mode == "volcano":

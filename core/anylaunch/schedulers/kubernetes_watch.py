@@ -2,10 +2,11 @@
 server, label selector and namespace, in a long-lived process.
 
 A :class:`KubeWatch` keeps a cache of the app records (ConfigMaps, and the kinds whose objects
-may carry one), workloads (Jobs, Volcano Jobs, AppWrappers) and pods that carry the scheduler's labels, one background thread per
-(namespace, kind): it lists them, then watches from the list's ``resourceVersion`` (bookmarks
-on), re-lists on ``410 Gone`` and every :data:`RESYNC_S` seconds, and reconnects with backoff
-when the connection breaks. Every change notifies the app it belongs to on a
+may carry one), workloads (Jobs, Volcano Jobs, AppWrappers) and pods that carry the
+scheduler's labels, one background thread per (namespace, kind): it lists them, then
+watches from the list's ``resourceVersion`` (bookmarks on), re-lists on ``410 Gone`` and
+every :data:`RESYNC_S` seconds, and reconnects with backoff when the connection breaks.
+Every change notifies the app it belongs to on a
 :class:`~anylaunch.schedulers.changes.ManualChangeFeed` (``{namespace}:{name}``), which the
 drivers wait on.
 
@@ -14,8 +15,8 @@ describes from the cache (no API request, whatever the number of apps); when a w
 down the answer is None and the scheduler lists as before (ordinary polling), and waiters
 fall back to their poll interval. A process reads its own writes: after the scheduler
 wrote or deleted an app record (:meth:`KubeWatch.own_write`), that app is listed from the
-API server until the watch has delivered the write. Watches are shared process-wide (:func:`acquire`) and
-stopped when their last user releases them.
+API server until the watch has delivered the write. Watches are shared process-wide
+(:func:`acquire`) and stopped when their last user releases them.
 """
 
 from __future__ import annotations
