@@ -73,20 +73,21 @@ def wait_until_started(runner: Runner, app_handle: str, poll_interval: float = 1
     Raises:
         UnknownAppException: the scheduler does not know the app.
     """
-    from anylaunch.runner.driver import drive
-    from anylaunch.runner.watch import Lost, WatchPolicy
+    from anylaunch.runner.session import AppSession
+    from anylaunch.runner.watch import Lost
     from anylaunch.specs.errors import UnknownAppException
 
     logger.debug("waiting for %s to start before reading its logs...", app_handle)
-    policy = WatchPolicy(poll_interval, handle=app_handle, cancel_on_failure=False)
-    decision = drive(runner, app_handle, policy, until_started=True)
+    session = AppSession(runner, app_handle, poll_interval=poll_interval, logs="off")
+    session.cancel_wait_s = 0.0
+    decision = session.watch(until_started=True)
     if isinstance(decision, Lost):
         if decision.reason == "vanished":
             raise UnknownAppException(app_handle)
-        assert policy.last_error is not None
-        raise policy.last_error
-    assert policy.last_status is not None
-    return policy.last_status
+        assert decision.error is not None
+        raise decision.error
+    assert session.status is not None
+    return session.status
 
 
 def log_sink(redact: Callable[[str], str], as_json: bool) -> LineSink:

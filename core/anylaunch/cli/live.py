@@ -427,26 +427,41 @@ def watch(
     Raises:
         Exception: the backend's own error once the status calls kept failing
     """
-    from anylaunch.runner.driver import drive
-    from anylaunch.runner.watch import Done, Lost, Poll, WatchPolicy
+    from anylaunch.runner.session import AppSession
+    from anylaunch.runner.watch import Done, Lost, Poll
 
-    def sleep(seconds: float) -> None:
-        end = time.monotonic() + seconds
-        while (left := end - time.monotonic()) > 0:
-            time.sleep(min(left, TICK_S))
-            view.tick()
-
-    policy = WatchPolicy(
-        wait_interval, cancel_on_timeout=False, cancel_on_failure=False, handle=app_handle
+    session = AppSession(
+        runner,
+        app_handle,
+        poll_interval=wait_interval,
+        interval_name="wait_interval",
+        cancel_on_timeout=False,
+        cancel_on_failure=False,
+        logs="off",
+        on_status=view.update,
+        on_tick=_at_most_every(TICK_S, view.tick),
     )
-    decision = drive(
-        runner, app_handle, policy, until_started=until_started, on_poll=view.update, sleep=sleep
-    )
+    decision = session.watch(until_started=until_started)
     if isinstance(decision, Done):
         return decision.status
     if isinstance(decision, Poll):  # until_started, and it has
-        return policy.last_status
+        return session.status
     if isinstance(decision, Lost) and decision.reason == "vanished":
         return None
-    assert policy.last_error is not None
-    raise policy.last_error
+    assert isinstance(decision, Lost) and decision.error is not None
+    raise decision.error
+
+
+def _at_most_every(seconds: float, fn: Callable[[], None]) -> Callable[[], None]:
+    """``fn``, called at most once every ``seconds`` however often the wrapper is (the
+    session ticks every 50 ms; a live view redraws once a second)."""
+    last = -float("inf")
+
+    def call() -> None:
+        nonlocal last
+        now = time.monotonic()
+        if now - last >= seconds:
+            last = now
+            fn()
+
+    return call

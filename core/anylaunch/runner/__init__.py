@@ -20,8 +20,8 @@ from anylaunch.runner.api import (
     AppWaitTimeoutError,
     Runner,
     get_runner,
-    poll_intervals,
 )
+from anylaunch.runner.watch import poll_intervals
 
 if TYPE_CHECKING:
     from anylaunch.runner.logs import LineSink, LogPump, find_replicas

@@ -20,14 +20,6 @@ from datetime import datetime
 from types import TracebackType
 from typing import Any
 
-from anylaunch.runner.watch import (
-    Done,
-    Lost,
-    RunTimedOut,
-    WatchPolicy,
-    check_seconds,
-    poll_intervals,
-)
 from anylaunch.schedulers import get_scheduler_factories
 from anylaunch.schedulers.api import (
     DescribeAppResponse,
@@ -48,7 +40,7 @@ from anylaunch.specs.api import (
     make_app_handle,
     parse_app_handle,
 )
-from anylaunch.specs.checks import check_session_name
+from anylaunch.specs.checks import check_seconds, check_session_name
 from anylaunch.specs.errors import (
     AnylaunchError,
     InvalidRunConfigException,
@@ -67,7 +59,6 @@ __all__ = [
     "AppWaitTimeoutError",
     "Runner",
     "get_runner",
-    "poll_intervals",
 ]
 
 #: Session name of a runner created without a name (TorchX uses "torchx").
@@ -214,6 +205,22 @@ class Runner:
     def name(self) -> str:
         """The session name (TorchX-compatible accessor)."""
         return self._name
+
+    def sibling(self) -> Runner:
+        """A new runner like this one (session name, schedulers and their parameters) that
+        shares none of its scheduler instances: for another thread, since schedulers need
+        not be thread-safe. Close it when done.
+
+        >>> with get_runner("s") as runner, runner.sibling() as other:
+        ...     other.session_name, other is runner
+        ('s', False)
+        """
+        return Runner(
+            self._name,
+            self._scheduler_factories,
+            self._component_defaults,
+            self._scheduler_params,
+        )
 
     def __repr__(self) -> str:
         return (
@@ -521,28 +528,33 @@ class Runner:
         Raises:
             AppWaitTimeoutError: ``timeout`` seconds passed first (the app is not cancelled)
         """
-        check_seconds("wait_interval", wait_interval, positive=True)
+        from anylaunch.runner.session import AppSession
+        from anylaunch.runner.watch import Lost
+
         if timeout is not None:
             check_seconds("timeout", timeout, positive=False)
-        policy = WatchPolicy(
-            wait_interval,
+        session = AppSession(
+            self,
+            app_handle,
+            poll_interval=wait_interval,
+            interval_name="wait_interval",
             run_deadline=None if timeout is None else time.time() + timeout,
             cancel_on_timeout=False,  # a plain wait never stops the app
             cancel_on_failure=False,
-            handle=app_handle,
+            logs="off",
         )
-        from anylaunch.runner.driver import drive
-
-        decision = drive(self, app_handle, policy)
-        if isinstance(decision, Done):
-            return decision.status
-        if isinstance(decision, RunTimedOut):
-            raise AppWaitTimeoutError(app_handle, decision.status.state, float(timeout or 0))
-        if isinstance(decision, Lost) and decision.reason == "vanished":
+        outcome = session.run()
+        if outcome.kind == "run_timeout":
+            state = outcome.status.state if outcome.status is not None else AppState.UNKNOWN
+            raise AppWaitTimeoutError(app_handle, state, float(timeout or 0))
+        decision = outcome.decision
+        if not isinstance(decision, Lost):
+            return outcome.status
+        if decision.reason == "vanished":
             return None
         # the backend kept failing, or failed for good: its own error says why
-        assert policy.last_error is not None
-        raise policy.last_error
+        assert decision.error is not None
+        raise decision.error
 
     def describe(self, app_handle: AppHandle) -> AppDef | None:
         """Rebuilds the app (as far as the scheduler can) from its handle, or None."""

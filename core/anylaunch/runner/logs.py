@@ -1,7 +1,9 @@
 """Reading the logs of an app's replicas: which replicas an app has, and a pump that follows
 several of them at once (one thread per replica) into a text stream or a callback.
 
-Used by ``anylaunch log`` / ``anylaunch run --log`` and by the orchestrator integrations.
+Used by ``anylaunch log`` / ``anylaunch run --log`` and by :mod:`anylaunch.runner.session`, which
+drives every engine's wait; :class:`LogFollower` reads by position instead, for a driver that
+keeps no threads.
 
 >>> import io, tempfile
 >>> from anylaunch.runner import get_runner
@@ -23,18 +25,23 @@ True
 
 from __future__ import annotations
 
+import contextlib
 import re
 import threading
 import time
-from collections.abc import Callable, Sequence
-from typing import TextIO
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, TextIO
 
 from anylaunch.runner.api import Runner
+from anylaunch.runner.lines import format_line
 from anylaunch.schedulers.api import Stream
 from anylaunch.specs.api import parse_app_handle
 from anylaunch.specs.errors import InvalidSpecError, UnknownAppException, did_you_mean
 
-__all__ = ["LineSink", "LogPump", "find_replicas"]
+if TYPE_CHECKING:
+    from anylaunch.specs.api import AppStatus
+
+__all__ = ["LineSink", "LogFollower", "LogPump", "find_replicas"]
 
 #: A callback that receives each log line: ``(role, replica_id, line)``, the line without its
 #: trailing newline.
@@ -249,3 +256,103 @@ class LogPump:
                 elif self._stream is not None:
                     self._stream.write(prefix + text + "\n")
                     self._stream.flush()
+
+
+def _close(iterable: Iterable[str]) -> None:
+    close = getattr(iterable, "close", None)
+    if callable(close):
+        with contextlib.suppress(Exception):
+            close()
+
+
+class LogFollower:
+    """Reads, on each :meth:`poll`, the lines an app's replicas wrote since the last one: the
+    log reader of a driver that holds no reader threads (the Airflow trigger, whose position
+    must survive a triggerer restart).
+
+    The cursor (:attr:`positions`: lines already read per ``role/replica``) is JSON-friendly.
+    Each poll re-reads the logs from the start through ``Runner.log_lines`` (portable across
+    schedulers) and skips what was already read. A line still being written (no newline yet)
+    is held back until the app ends.
+
+    Args:
+        positions: the cursor to start from (default: the beginning of every log)
+        roles: only these roles (default: all)
+        replicas: only these replica ids (default: all)
+    """
+
+    def __init__(
+        self,
+        positions: Mapping[str, int] | None = None,
+        roles: Sequence[str] | None = None,
+        replicas: Sequence[int] | None = None,
+    ) -> None:
+        self.positions: dict[str, int] = {str(k): int(v) for k, v in (positions or {}).items()}
+        self.roles = None if roles is None else set(roles)
+        self.replicas = None if replicas is None else set(replicas)
+        self._broken: set[str] = set()
+        self._warned: set[str] = set()
+        self._described: list[tuple[str, int]] | None = None
+
+    def _targets(self, runner: Runner, handle: str, status: AppStatus) -> list[tuple[str, int]]:
+        found = [(rs.role, rep.id) for rs in status.roles for rep in rs.replicas]
+        if not found:  # the scheduler reports no replica statuses: use the app's roles
+            if self._described is None:
+                app = runner.describe(handle)
+                self._described = [
+                    (role.name, i)
+                    for role in (app.roles if app else [])
+                    for i in range(role.num_replicas)
+                ]
+            found = self._described
+        return [
+            (role, k)
+            for role, k in found
+            if (self.roles is None or role in self.roles)
+            and (self.replicas is None or k in self.replicas)
+        ]
+
+    def poll(
+        self, runner: Runner, handle: str, status: AppStatus, warn: Callable[[str], None]
+    ) -> list[str]:
+        """The new lines of the selected replicas, each ``role/replica text`` (unmasked).
+
+        A scheduler that cannot iterate logs is reported once through ``warn`` and skipped
+        from then on; other read errors are reported once and retried on the next poll.
+        """
+        final = status.is_terminal()
+        try:
+            targets = self._targets(runner, handle, status)
+        except Exception as e:  # logs are a convenience: never fail the wait for them
+            if "" not in self._warned:
+                self._warned.add("")
+                warn(f"cannot tell the replicas of {handle} yet: {e}")
+            return []
+        out: list[str] = []
+        for role, k in targets:
+            key = f"{role}/{k}"
+            if key in self._broken:
+                continue
+            start = self.positions.get(key, 0)
+            read = 0
+            lines: Iterable[str] = ()
+            try:
+                lines = runner.log_lines(handle, role, k)
+                for i, line in enumerate(lines):
+                    if i < start:
+                        continue
+                    if not line.endswith("\n") and not final:
+                        break  # still being written: read it whole next time
+                    out.append(format_line(role, k, line))
+                    read += 1
+            except NotImplementedError as e:  # the scheduler cannot iterate logs at all
+                self._broken.add(key)
+                warn(f"not streaming the logs of {key} of {handle}: {e}")
+            except Exception as e:  # logs are a convenience: never fail the wait for them
+                if key not in self._warned:
+                    self._warned.add(key)
+                    warn(f"cannot read the logs of {key} of {handle} yet: {e}")
+            finally:
+                _close(lines)
+                self.positions[key] = start + read
+        return out

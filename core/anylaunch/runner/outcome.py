@@ -20,13 +20,14 @@ last log lines:
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable, Iterable
 from typing import Any
 
 from anylaunch.specs.api import NONE, AppStatus
 
-__all__ = ["error_details", "failure_summary", "with_tail"]
+__all__ = ["error_details", "failure_summary", "masked_status", "with_tail"]
 
 #: stderr lines of the structured error kept in a summary.
 STDERR_TAIL_LINES = 10
@@ -112,3 +113,33 @@ def failure_summary(
         text += f"\nerror: {details['error']}"
     text = with_tail(text, tail)
     return redact(text) if redact is not None else text
+
+
+def masked_status(status: AppStatus, redact: Callable[[str], str]) -> AppStatus:
+    """A copy of ``status`` with secrets masked in its messages, errors and UI link (what a
+    task result, an artifact or an exception may show).
+
+    >>> from anylaunch.specs.api import AppState, ReplicaStatus, RoleStatus
+    >>> from anylaunch.specs.secrets import Redactor
+    >>> s = AppStatus(AppState.FAILED, msg="bad s3cr3t", roles=[RoleStatus("w", [
+    ...     ReplicaStatus(0, AppState.FAILED, "w", "h", '{"stderr_tail": ["s3cr3t"]}')])])
+    >>> m = masked_status(s, Redactor(["s3cr3t"]))
+    >>> m.msg, m.roles[0].replicas[0].structured_error_msg, s.msg
+    ('bad ***', '{"stderr_tail": ["***"]}', 'bad s3cr3t')
+    """
+    return dataclasses.replace(
+        status,
+        msg=redact(status.msg),
+        structured_error_msg=redact(status.structured_error_msg),
+        ui_url=None if status.ui_url is None else redact(status.ui_url),
+        roles=[
+            dataclasses.replace(
+                role,
+                replicas=[
+                    dataclasses.replace(rep, structured_error_msg=redact(rep.structured_error_msg))
+                    for rep in role.replicas
+                ],
+            )
+            for role in status.roles
+        ],
+    )

@@ -47,34 +47,26 @@ The same rules hold in every engine (the behaviour table is in ``docs/lifecycle.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Literal
 
-from anylaunch.runner.lines import LineBuffer, format_line
-from anylaunch.runner.outcome import failure_summary
 from anylaunch.specs.api import AppState, AppStatus
 from anylaunch.specs.checks import check_seconds
 from anylaunch.specs.errors import InvalidSpecError
-from anylaunch.specs.secrets import Redactor
 
 __all__ = [
     "DEFAULT_MAX_POLL_ERRORS",
     "FEED_RESYNC_S",
     "Decision",
     "Done",
-    "LineBuffer",
     "Lost",
     "Poll",
     "PollError",
-    "Redactor",
     "RunTimedOut",
     "StartupTimedOut",
     "Vanished",
     "WatchPolicy",
-    "check_seconds",
-    "failure_summary",
-    "format_line",
     "has_started",
     "is_permanent_error",
     "poll_intervals",
@@ -272,6 +264,8 @@ class WatchPolicy:
         rng: the jitter's random source (tests pass a seeded one)
         option_names: how the caller names the startup and run timeouts, for the fix in a
             timeout's message (e.g. ``("startup_timeout_s", "run_timeout_s")``)
+        interval_name: how the caller names ``poll_interval``, for its error (e.g.
+            ``"wait_interval"``)
     """
 
     def __init__(
@@ -290,8 +284,9 @@ class WatchPolicy:
         already_started: bool = False,
         rng: random.Random | None = None,
         option_names: tuple[str, str] = ("startup_timeout", "run_timeout"),
+        interval_name: str = "poll_interval",
     ) -> None:
-        self.poll_interval = check_seconds("poll_interval", poll_interval, positive=True)
+        self.poll_interval = check_seconds(interval_name, poll_interval, positive=True)
         self.startup_timeout = _check_optional("startup_timeout", startup_timeout)
         self.run_timeout = _check_optional("run_timeout", run_timeout)
         start_deadline = _check_optional("startup_deadline", startup_deadline)
@@ -327,7 +322,10 @@ class WatchPolicy:
         #: consecutive failed status calls so far
         self.poll_errors = 0
         self.last_error: BaseException | None = None
-        self._intervals = poll_intervals(self.poll_interval, rng=rng)
+        # validated once, above
+        self._intervals = _jittered(
+            min(INITIAL_POLL_S, self.poll_interval), self.poll_interval, 2.0, rng or random.Random()
+        )
         self._decision: Decision | None = None
 
     # --- what the driver may read --------------------------------------------------------
@@ -472,7 +470,3 @@ class WatchPolicy:
 def _earliest(*deadlines: float | None) -> float | None:
     known = [d for d in deadlines if d is not None]
     return min(known) if known else None
-
-
-#: What a driver calls to read the clock (time.time in production, a fake clock in tests).
-Clock = Callable[[], float]

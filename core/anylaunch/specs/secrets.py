@@ -124,6 +124,12 @@ class Redactor:
     def __bool__(self) -> bool:
         return bool(self._secrets)
 
+    @property
+    def values(self) -> tuple[str, ...]:
+        """The secret values masked (longest first), for an engine's own masker to register
+        (e.g. Airflow's ``mask_secret``). Never log them."""
+        return self._secrets
+
     def __repr__(self) -> str:
         n = len(self._secrets)
         return f"Redactor(<{n} secret{'' if n == 1 else 's'}>)"
