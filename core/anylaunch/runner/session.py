@@ -182,7 +182,9 @@ class AppSession:
     """Watches one app to its end for one caller (see the module docstring).
 
     Args:
-        runner: the caller's runner (status calls and cancels; used from the driving thread)
+        runner: the caller's runner (status calls, describes, log reads and cancels; used
+            from one thread at a time). A step-wise driver that makes its runner later (the
+            Airflow trigger's shared poller) passes None and sets :attr:`runner` then
         app_handle: the app
         sink: where state changes, warnings and the app's lines go (None: nowhere)
         poll_interval, startup_timeout, run_timeout, startup_deadline, run_deadline,
@@ -215,7 +217,7 @@ class AppSession:
 
     def __init__(
         self,
-        runner: Runner,
+        runner: Runner | None,
         app_handle: str,
         *,
         sink: LogSink | None = None,
@@ -249,6 +251,7 @@ class AppSession:
     ) -> None:
         parse_app_handle(app_handle)  # a malformed handle names its fix here
         self.handle = app_handle
+        #: the runner of the session's calls (see ``runner`` above)
         self.runner = runner
         self.policy = WatchPolicy(
             poll_interval,
@@ -339,7 +342,7 @@ class AppSession:
         """One status call (blocking); a failure becomes a :class:`PollError` (warned about
         once per streak)."""
         try:
-            return self.runner.status(self.handle)
+            return self._runner().status(self.handle)
         except Exception as e:  # the policy decides whether retrying can help
             return self.poll_failed(e)
 
@@ -375,7 +378,7 @@ class AppSession:
         """Polls (unless given the ``observation``), observes, and starts following the
         logs once the app has started (blocking)."""
         if not self._feed_found:
-            self._feed, _ = change_feed_of(self.runner, self.handle)
+            self._feed, _ = change_feed_of(self._runner(), self.handle)
             self._feed_found = True
         if observation is _UNSET:
             observation = self.poll()
@@ -392,7 +395,7 @@ class AppSession:
         if self._secrets_known:
             return True
         try:
-            app = self.runner.describe(self.handle)
+            app = self._runner().describe(self.handle)
         except Exception as e:
             if not self._told_no_env:
                 self._told_no_env = True
@@ -433,7 +436,7 @@ class AppSession:
             return 0
         self._logs_read_at = time.monotonic()
         lines = self._follower.poll(
-            self.runner, self.handle, status, lambda text: self.say(logging.WARNING, text)
+            self._runner(), self.handle, status, lambda text: self.say(logging.WARNING, text)
         )
         for line in lines:
             self._lines.add(line)
@@ -480,16 +483,26 @@ class AppSession:
             self._feed, self._app_id, decision.wait(feed=self._feed is not None), tick=self.emit
         )
 
-    def cancel(self, why: str) -> AppStatus | None:
+    def cancel(self, why: str, *, own_runner: bool = False) -> AppStatus | None:
         """The one cancel rule (blocking): cancels the app unless it ended, then waits up to
         ``cancel_wait_s`` for its end, emitting its last lines meanwhile. Returns its end
         status (None: gone, unknown, or it did not end in time). Never raises: a cancel that
-        fails is said, and the caller's reason for ending stands."""
+        fails is said, and the caller's reason for ending stands.
+
+        Args:
+            why: the reason, said before the cancel
+            own_runner: cancel through a runner of its own (:meth:`Runner.sibling`), for a
+                caller whose runner another thread may be using meanwhile
+        """
         self.say(logging.WARNING, f"{why}: cancelling anylaunch app {self.handle} unless it ended")
         try:
-            status = cancel_and_wait(
-                self.runner, self.handle, self.cancel_wait_s, sleep=self._emitting
-            )
+            if own_runner:
+                with self._runner().sibling() as runner:
+                    status = cancel_and_wait(runner, self.handle, self.cancel_wait_s)
+            else:
+                status = cancel_and_wait(
+                    self._runner(), self.handle, self.cancel_wait_s, sleep=self._emitting
+                )
         except Exception as e:
             self.say(
                 logging.ERROR,
@@ -551,25 +564,29 @@ class AppSession:
             message = failure_summary(self.handle, last, tail, self._redact, headline=headline)
         return Outcome(self.handle, decision, last, message, tuple(tail), self.cancelled)
 
+    def act_on(self, decision: Decision, *, own_runner: bool = False) -> AppStatus | None:
+        """Cancels the app if the final ``decision`` says so (blocking; see :meth:`cancel`);
+        returns its end status (None: no cancel, or its end was not seen)."""
+        if isinstance(decision, (Done, Poll)) or not decision.cancel:
+            return None
+        why = {"startup_timeout": "startup timeout", "run_timeout": "run timeout"}
+        return self.cancel(
+            why.get(decision.kind, "gave up watching the app"), own_runner=own_runner
+        )
+
     def finish(self, decision: Decision) -> Outcome:
         """Acts on a final decision (blocking): cancels the app if the policy says so, drains
         its logs, and returns the outcome."""
-        ended = None
-        if not isinstance(decision, (Done, Poll)) and decision.cancel:
-            ended = self.cancel(_why(decision))
-        self.drain(
-            DRAIN_TIMEOUT_S if isinstance(decision, Done) else self._drain_after_cancel(ended)
-        )
+        ended = self.act_on(decision)
+        done = isinstance(decision, Done)
+        self.drain(DRAIN_TIMEOUT_S if done else self._drain_after_cancel(ended))
         return self.outcome(decision, ended)
 
     async def afinish(self, decision: Decision) -> Outcome:
         """Async :meth:`finish`."""
-        ended = None
-        if not isinstance(decision, (Done, Poll)) and decision.cancel:
-            ended = await asyncio.to_thread(self.cancel, _why(decision))
-        await self.adrain(
-            DRAIN_TIMEOUT_S if isinstance(decision, Done) else self._drain_after_cancel(ended)
-        )
+        ended = await asyncio.to_thread(self.act_on, decision)
+        done = isinstance(decision, Done)
+        await self.adrain(DRAIN_TIMEOUT_S if done else self._drain_after_cancel(ended))
         return self.outcome(decision, ended)
 
     # --- whole watches ---------------------------------------------------------------------
@@ -642,6 +659,11 @@ class AppSession:
 
     # --- internals ---------------------------------------------------------------------
 
+    def _runner(self) -> Runner:
+        if self.runner is None:
+            raise RuntimeError(f"AppSession of {self.handle}: set its runner before this call")
+        return self.runner
+
     def _emitting(self, seconds: float) -> None:
         wait_on_feed(None, self._app_id, seconds, tick=self.emit)
 
@@ -671,7 +693,7 @@ class AppSession:
         try:
             replicas = self._replicas
             if replicas is None:
-                replicas = find_replicas(self.runner, self.handle)
+                replicas = find_replicas(self._runner(), self.handle)
             replicas = [
                 (role, k)
                 for role, k in replicas
@@ -679,7 +701,7 @@ class AppSession:
                 and (self._log_replicas is None or k in self._log_replicas)
             ]
             self._pump = LogPump(
-                self._reader_runner or self.runner.sibling,
+                self._reader_runner or self._runner().sibling,
                 self.handle,
                 replicas,
                 self._lines,
@@ -688,12 +710,6 @@ class AppSession:
             ).start()
         except Exception as e:  # logs are a convenience: never fail the wait over them
             self.say(logging.WARNING, f"cannot stream the logs of anylaunch app {self.handle}: {e}")
-
-
-def _why(decision: Decision) -> str:
-    return {"startup_timeout": "startup timeout", "run_timeout": "run timeout"}.get(
-        decision.kind, "gave up watching the app"
-    )
 
 
 def cancel_app(handle: str, wait_s: float = 0.0, runner: Runner | None = None) -> AppStatus | None:

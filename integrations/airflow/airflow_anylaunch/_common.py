@@ -6,14 +6,12 @@ cheap; everything here works on the public ``anylaunch.runner`` / ``anylaunch.sp
 
 from __future__ import annotations
 
-import contextlib
 import json
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, cast
 
 if TYPE_CHECKING:
-    from anylaunch.runner import Runner
     from anylaunch.specs.api import AppStatus
 
 #: The connection the operator reads default settings from when none is named.
@@ -21,8 +19,6 @@ DEFAULT_CONN_ID = "anylaunch_default"
 #: XCom keys pushed by the operator as soon as the app is scheduled.
 XCOM_APP_HANDLE = "app_handle"
 XCOM_UI_URL = "ui_url"
-#: Log lines kept for the failure text (the core ``LineBuffer``'s default).
-TAIL_LINES = 20
 #: What ``on_kill_action`` accepts.
 ON_KILL_ACTIONS = ("cancel", "keep")
 
@@ -164,140 +160,9 @@ def status_dict(
     return result if redact is None else cast("dict[str, Any]", _masked(result, redact))
 
 
-def cancel_app(handle: str, wait_s: float = 0.0) -> AppStatus | None:
-    """Cancels the app (unless it already ended) with a runner of its own, safe from a signal
-    handler mid-poll, by the core cancel rule (``runner.driver.cancel_and_wait``: a failing
-    status call never stops the cancel); waits up to ``wait_s`` for its end and returns its
-    last known status.
+def register_secrets(values: Sequence[str]) -> None:
+    """Tells Airflow's own masker the app's secret values (its task log masks them too)."""
+    from airflow_anylaunch._compat import mask_secret
 
-    Raises:
-        Exception: what the cancel call raised (the app may still run)
-    """
-    from anylaunch.runner import get_runner
-    from anylaunch.runner.driver import cancel_and_wait
-    from anylaunch.specs.api import parse_app_handle
-
-    with get_runner(parse_app_handle(handle).session_name or None) as runner:
-        return cancel_and_wait(runner, handle, wait_s)
-
-
-def _close(iterable: Iterable[str]) -> None:
-    close = getattr(iterable, "close", None)
-    if callable(close):
-        with contextlib.suppress(Exception):
-            close()
-
-
-class LogFollower:
-    """Reads the lines an app's replicas wrote since the last call, each ``role/replica text``
-    (core ``format_line``), masked by ``redact``.
-
-    The cursor (:attr:`positions`: lines already read per ``role/replica``) is JSON-friendly so
-    a trigger can carry it across triggerer restarts. Each call re-reads the logs from the start
-    through ``Runner.log_lines`` (portable across schedulers) and skips what was already read.
-    A line still being written (no newline yet) is held back until the app ends. The lines go
-    through a core ``LineBuffer``, which masks them and keeps the :attr:`tail`.
-
-    Args:
-        positions: the cursor to start from (default: the beginning of every log)
-        roles: only these roles (default: all)
-        replicas: only these replica ids (default: all)
-        tail_size: how many of the latest lines :attr:`tail` keeps
-        redact: masks secrets in every line (and so in the tail)
-    """
-
-    def __init__(
-        self,
-        positions: Mapping[str, int] | None = None,
-        roles: Sequence[str] | None = None,
-        replicas: Sequence[int] | None = None,
-        tail_size: int = TAIL_LINES,
-        redact: Callable[[str], str] | None = None,
-    ) -> None:
-        from anylaunch.runner.lines import LineBuffer
-
-        self.positions: dict[str, int] = {str(k): int(v) for k, v in (positions or {}).items()}
-        self.roles = None if roles is None else set(roles)
-        self.replicas = None if replicas is None else set(replicas)
-        self._redact = redact
-        self._lines = LineBuffer(redact, tail_size=tail_size)
-        self._broken: set[str] = set()
-        self._warned: set[str] = set()
-        self._described: list[tuple[str, int]] | None = None
-
-    @property
-    def tail(self) -> list[str]:
-        """The latest lines read (masked), oldest first."""
-        return self._lines.tail
-
-    def _mask(self, text: str) -> str:
-        return self._redact(text) if self._redact is not None else text
-
-    def _targets(self, runner: Runner, handle: str, status: AppStatus) -> list[tuple[str, int]]:
-        found = [(rs.role, rep.id) for rs in status.roles for rep in rs.replicas]
-        if not found:  # the scheduler reports no replica statuses: use the app's roles
-            if self._described is None:
-                app = runner.describe(handle)
-                self._described = [
-                    (role.name, i)
-                    for role in (app.roles if app else [])
-                    for i in range(role.num_replicas)
-                ]
-            found = self._described
-        return [
-            (role, k)
-            for role, k in found
-            if (self.roles is None or role in self.roles)
-            and (self.replicas is None or k in self.replicas)
-        ]
-
-    def poll(
-        self,
-        runner: Runner,
-        handle: str,
-        status: AppStatus,
-        warn: Callable[[str], None] | None = None,
-    ) -> list[str]:
-        """New lines of the selected replicas, masked, without their newlines.
-
-        A scheduler that cannot iterate logs is reported once through ``warn`` (masked) and
-        skipped from then on; other read errors are reported once and retried on the next call.
-        """
-        from anylaunch.runner.lines import format_line
-
-        final = status.is_terminal()
-        try:
-            targets = self._targets(runner, handle, status)
-        except Exception as e:  # logs are a convenience: never fail the wait for them
-            if warn is not None and "" not in self._warned:
-                self._warned.add("")
-                warn(self._mask(f"cannot tell the replicas of {handle} yet: {e}"))
-            return []
-        for role, k in targets:
-            key = f"{role}/{k}"
-            if key in self._broken:
-                continue
-            start = self.positions.get(key, 0)
-            read = 0
-            lines: Iterable[str] = ()
-            try:
-                lines = runner.log_lines(handle, role, k)
-                for i, line in enumerate(lines):
-                    if i < start:
-                        continue
-                    if not line.endswith("\n") and not final:
-                        break  # still being written: read it whole next time
-                    self._lines.add(format_line(role, k, line))
-                    read += 1
-            except NotImplementedError as e:  # the scheduler cannot iterate logs at all
-                self._broken.add(key)
-                if warn is not None:
-                    warn(self._mask(f"not streaming the logs of {key} of {handle}: {e}"))
-            except Exception as e:  # logs are a convenience: never fail the wait for them
-                if warn is not None and key not in self._warned:
-                    self._warned.add(key)
-                    warn(self._mask(f"cannot read the logs of {key} of {handle} yet: {e}"))
-            finally:
-                _close(lines)
-                self.positions[key] = start + read
-        return self._lines.take()
+    for value in values:
+        mask_secret(value)

@@ -17,6 +17,7 @@ runs.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, ClassVar, NoReturn
@@ -25,8 +26,8 @@ from airflow_anylaunch._common import (
     DEFAULT_CONN_ID,
     XCOM_APP_HANDLE,
     XCOM_UI_URL,
-    cancel_app,
     interval,
+    register_secrets,
     seconds,
     status_dict,
     ui_url_xcom,
@@ -48,10 +49,10 @@ if TYPE_CHECKING:
     from airflow.sdk import XComArg
     from airflow.sdk.definitions.context import Context
 
-    from airflow_anylaunch._watch import SyncWatch
     from anylaunch.runner import Runner
     from anylaunch.runner.failures import FailureCategory
-    from anylaunch.runner.watch import Decision, PollError, WatchPolicy
+    from anylaunch.runner.session import AppSession
+    from anylaunch.runner.watch import PollError
     from anylaunch.specs.api import AppDef, AppDryRunInfo, AppStatus
     from anylaunch.specs.secrets import Redactor
 
@@ -202,11 +203,10 @@ class AnylaunchOperator(ResumableJobMixin, BaseOperator):
         self._runner: Runner | None = None
         self._handle: str | None = None
         self._result: dict[str, Any] | None = None
-        self._timed_out = False
+        self._session: AppSession | None = None  # the wait of this try
         self._launched = False  # this try scheduled the app (vs. reattached to one)
         self._scheduler_cfg: tuple[str, dict[str, Any]] = ("", {})
         self._redact: Redactor | None = None
-        self._told_no_env = False
         #: whether this try's ``ui_url`` XCom exists (else the link must not read it)
         self.ui_url_pushed = False
 
@@ -406,23 +406,6 @@ class AnylaunchOperator(ResumableJobMixin, BaseOperator):
             mask_secret(value)
         return Redactor(values)
 
-    def _redactor(self) -> Redactor | None:
-        """The app's redactor. A reattached task reads the app's env from its scheduler: None
-        while that fails (the wait asks again at its next poll, streaming no line meanwhile)."""
-        if self._redact is None and self._handle is not None and self._runner is not None:
-            try:
-                self._redact = self._redactor_for(self._runner.describe(self._handle))
-            except Exception as e:
-                if not self._told_no_env:
-                    self._told_no_env = True
-                    self.log.warning(
-                        "cannot read the env of anylaunch app %s yet (to mask its secrets; "
-                        "its lines are streamed once it can be read): %s",
-                        self._handle,
-                        type(e).__name__,
-                    )
-        return self._redact
-
     def _mask(self, text: str) -> str:
         return self._redact(text) if self._redact is not None else text
 
@@ -432,7 +415,7 @@ class AnylaunchOperator(ResumableJobMixin, BaseOperator):
         self._scheduler_cfg = self._prepare(context)
         self._handle = None
         self._result = None
-        self._timed_out = False
+        self._session = None
         self._launched = False
         self._redact = None
         try:
@@ -507,26 +490,35 @@ class AnylaunchOperator(ResumableJobMixin, BaseOperator):
 
     def _publish(self, context: Context, handle: str) -> AppStatus | PollError | None:
         """Pushes the handle and UI link to XCom (before any waiting) and returns the first
-        observation of the app: its status (None: unknown to its scheduler), or the error of
-        a failed status call (the wait hands it to the lifecycle policy)."""
-        from anylaunch.runner.watch import PollError
+        observation of the app by this try's session (:attr:`_session`): its status (None:
+        unknown to its scheduler), or the error of a failed status call."""
+        from anylaunch.runner.session import AppSession, logger_sink
         from anylaunch.specs.api import AppStatus
 
         assert self._runner is not None
         self._handle = handle
         ti = context["ti"]
         ti.xcom_push(key=XCOM_APP_HANDLE, value=handle)
-        self._redactor()  # a reattached task: the app's env comes from its scheduler
-        observation: AppStatus | PollError | None
-        try:
-            observation = self._runner.status(handle)
-        except Exception as e:
-            self.log.warning(
-                "status of anylaunch app %s failed: %s",
-                handle,
-                self._mask(f"{type(e).__name__}: {e}"),
-            )
-            observation = PollError(e)
+        session = self._session = AppSession(
+            self._runner,
+            handle,
+            sink=logger_sink(self.log),
+            poll_interval=self.poll_interval,
+            startup_timeout=self.startup_timeout,
+            run_timeout=self.run_timeout,
+            secrets=self._redact,
+            secret_env_names=self.secret_env_names or (),
+            # a reattached task: the app's env (its secrets) comes from its scheduler
+            learn_secrets=self._redact is None,
+            on_secrets=register_secrets,
+            logs="pump" if self.stream_logs else "off",
+            log_roles=self.log_roles,
+            log_replicas=self.log_replicas,
+        )
+        session.learn_secrets()
+        observation = session.poll()
+        session.emit()
+        self._redact = session.secrets
         ui_url = observation.ui_url if isinstance(observation, AppStatus) else None
         ti.xcom_push(key=XCOM_UI_URL, value=ui_url_xcom(ui_url))
         self.ui_url_pushed = True
@@ -546,34 +538,20 @@ class AnylaunchOperator(ResumableJobMixin, BaseOperator):
 
     def poll_until_complete(self, external_id: Any, context: Context) -> None:
         """Waits for the app here, or defers to the trigger; raises if it did not succeed."""
-        from airflow_anylaunch._watch import SyncWatch
-
         handle = str(external_id)
         if self.deferrable and self.wait_for_completion and self._launched:
-            self._defer_at_once(context, handle)
+            self._defer(context, handle)  # at once: the trigger's first poll is the first look
         observation = self._publish(context, handle)
         if not self.wait_for_completion:
             self._result = self._known(handle, observation)
             return
-        assert self._runner is not None
-        policy = self._policy(handle)
-        watch = SyncWatch(
-            self._runner,
-            handle,
-            policy,
-            self.log,
-            self._redactor,
-            stream_logs=self.stream_logs,
-            log_roles=self.log_roles,
-            log_replicas=self.log_replicas,
-        )
-        try:
-            decision = watch.observe(observation)
-            if self.deferrable:  # even if already over: the trigger then says so at once
-                self._defer(context, handle, policy)
-            self._result = self._wait(watch, decision)
-        finally:
-            watch.close()
+        session = self._session
+        assert session is not None
+        if self.deferrable:  # even if already over: the trigger then says so at once
+            session.step(observation)
+            session.close()
+            self._defer(context, handle, session)
+        self._result = self._wait(session, observation)
 
     def get_job_result(self, external_id: Any, context: Context) -> Any:
         if self._result is None:  # the app succeeded in an earlier try
@@ -581,44 +559,25 @@ class AnylaunchOperator(ResumableJobMixin, BaseOperator):
             self._result = self._known(handle, self._publish(context, handle))
         return self._result
 
-    def _wait(self, watch: SyncWatch, decision: Decision) -> dict[str, Any]:
-        """Acts on the policy's decisions (sync mode) until a final one: returns the status
-        dict of an app that succeeded, raises for anything else."""
+    def _wait(self, session: AppSession, first: AppStatus | PollError | None) -> dict[str, Any]:
+        """The sync wait: the session watches the app from this thread (an
+        ``execution_timeout`` cancels it: a timed-out wait never leaves the app running);
+        returns the status dict of an app that succeeded, raises for anything else."""
         from airflow_anylaunch._compat import AirflowTaskTimeout
-        from anylaunch.runner.failures import decision_category
-        from anylaunch.runner.outcome import failure_summary
-        from anylaunch.runner.watch import Done, Poll, RunTimedOut, StartupTimedOut
 
-        handle = watch.app_handle
-        try:
-            while isinstance(decision, Poll):
-                watch.pause(decision.after)
-                decision = watch.observe(watch.poll())
-            if isinstance(decision, Done):
-                watch.drain()  # every line before the verdict, and in the failure's tail
-        except AirflowTaskTimeout:
-            # execution_timeout: a timed-out wait never leaves the app running
-            self._timed_out = True
-            self._cancel(handle, "execution_timeout reached")
-            raise
-        category = decision_category(decision)
-        if isinstance(decision, Done):
-            result = status_dict(handle, decision.status, watch.redact)
-            if not decision.succeeded:
-                text = failure_summary(handle, decision.status, watch.tail, watch.redact)
-                raise self._failure(AnylaunchAppError, text, handle, result, category)
+        handle = session.handle
+        outcome = session.run(first, interrupt_cancels=(AirflowTaskTimeout,))
+        status = outcome.status
+        result = None if status is None else status_dict(handle, status, session.redactor)
+        if outcome.succeeded:
+            assert result is not None
             return result
-        if decision.cancel:
-            self._timed_out = True  # on_kill need not cancel it again
-            why = {"startup_timeout": "startup timeout", "run_timeout": "run timeout"}
-            self._cancel(handle, why.get(decision.kind, "gave up watching the app"))
-        watch.emit()
-        last = watch.policy.last_status
-        text = failure_summary(handle, last, watch.tail, watch.redact, headline=decision.message)
-        last_dict = status_dict(handle, last, watch.redact) if last is not None else None
-        if isinstance(decision, (StartupTimedOut, RunTimedOut)):
-            raise self._failure(AnylaunchAppTimeout, text, handle, last_dict, category)
-        raise self._failure(AnylaunchAppLost, text, handle, last_dict, category)
+        kind = {
+            "startup_timeout": AnylaunchAppTimeout,
+            "run_timeout": AnylaunchAppTimeout,
+            "lost": AnylaunchAppLost,
+        }.get(outcome.kind, AnylaunchAppError)
+        raise self._failure(kind, outcome.message, handle, result, outcome.category)
 
     def _failure(
         self,
@@ -640,53 +599,34 @@ class AnylaunchOperator(ResumableJobMixin, BaseOperator):
             return AnylaunchAppFailedNoRetry(text, handle, status, known)
         return kind(text, handle, status, value)
 
-    def _cancel(self, handle: str, why: str) -> None:
-        """Cancels the app, best effort: a failing cancel is logged, never raised over the
-        reason the wait ended."""
-        self.log.error("%s: cancelling anylaunch app %s", why, handle)
-        try:
-            cancel_app(handle)
-        except Exception as e:
-            self.log.error(
-                "could not cancel anylaunch app %s: %s",
-                handle,
-                self._mask(f"{type(e).__name__}: {e}"),
-            )
-
     # --- deferred mode ---------------------------------------------------------------------
 
-    def _defer_at_once(self, context: Context, handle: str) -> NoReturn:
-        """Defers a just-launched app's wait without asking its scheduler first (as
-        KubernetesPodOperator does); ``ui_url`` is pushed empty, filled in at the end."""
-        self._handle = handle
-        ti = context["ti"]
-        ti.xcom_push(key=XCOM_APP_HANDLE, value=handle)
-        ti.xcom_push(key=XCOM_UI_URL, value=ui_url_xcom(None))  # the link reads it
-        self.ui_url_pushed = True
-        self._defer(context, handle, self._policy(handle))
-
-    def _policy(self, handle: str) -> WatchPolicy:
-        """The lifecycle policy of this task's wait on ``handle`` (its clock starts now)."""
-        from anylaunch.runner.watch import WatchPolicy
-
-        return WatchPolicy(
-            self.poll_interval,
-            startup_timeout=self.startup_timeout,
-            run_timeout=self.run_timeout,
-            handle=handle,
-            option_names=("startup_timeout", "run_timeout"),
-        )
-
-    def _defer(self, context: Context, handle: str, policy: WatchPolicy) -> NoReturn:
-        """Hands the wait to the trigger, with the policy's deadlines made absolute (they
-        survive triggerer restarts)."""
+    def _defer(self, context: Context, handle: str, session: AppSession | None = None) -> NoReturn:
+        """Hands the wait to the trigger, with the deadlines made absolute (they survive
+        triggerer restarts). Without a ``session`` (a just-launched app, deferred without
+        asking its scheduler first, as KubernetesPodOperator does) the clock starts now and
+        ``ui_url`` is pushed empty, filled in at the end."""
         from airflow_anylaunch.triggers import AnylaunchAppTrigger
 
-        run_deadline = policy.run_deadline
+        if session is None:
+            self._handle = handle
+            ti = context["ti"]
+            ti.xcom_push(key=XCOM_APP_HANDLE, value=handle)
+            ti.xcom_push(key=XCOM_UI_URL, value=ui_url_xcom(None))  # the link reads it
+            self.ui_url_pushed = True
+        began = time.time() if session is None else session.policy.began
+        started = session is not None and session.policy.started
+        if session is not None:
+            startup_deadline = session.policy.startup_deadline
+            run_deadline = session.policy.run_deadline
+        else:
+            timeout = self.startup_timeout
+            startup_deadline = None if timeout is None else began + timeout
+            run_deadline = None
         if self.execution_timeout is not None:
             # the same deadline Airflow gives the trigger; ours fires first and cancels the app
             start = getattr(context["ti"], "start_date", None)
-            begin = start.timestamp() if start is not None else policy.began
+            begin = start.timestamp() if start is not None else began
             ends = begin + self.execution_timeout.total_seconds()
             run_deadline = ends if run_deadline is None else min(run_deadline, ends)
         trigger = AnylaunchAppTrigger(
@@ -696,10 +636,10 @@ class AnylaunchOperator(ResumableJobMixin, BaseOperator):
             log_roles=self.log_roles,
             log_replicas=self.log_replicas,
             # once started, the startup deadline is moot and the run deadline is fixed
-            startup_deadline=None if policy.started else policy.startup_deadline,
+            startup_deadline=None if started else startup_deadline,
             run_deadline=run_deadline,
             cancel_on_kill=self.on_kill_action == "cancel",
-            run_timeout=None if policy.started else self.run_timeout,
+            run_timeout=None if started else self.run_timeout,
             secret_env_names=self.secret_env_names,
             # the triggerer pushes the return value itself when it ends the task; without
             # do_xcom_push there must be none, so the task resumes here as before
@@ -755,7 +695,7 @@ class AnylaunchOperator(ResumableJobMixin, BaseOperator):
             # Airflow's own trigger timeout won the race: still never leave the app running
             handle = self._stored_handle(context)
             if handle:
-                self._cancel(handle, "the trigger timed out")
+                self._cancel_app(handle, "the trigger timed out")
             raise
 
     def _stored_handle(self, context: Context) -> str | None:
@@ -771,12 +711,27 @@ class AnylaunchOperator(ResumableJobMixin, BaseOperator):
         """The task is being killed (sync mode): cancel the app, unless ``on_kill_action`` is
         ``keep`` (a timeout has already cancelled it)."""
         handle = self._handle
-        if handle is None or self._timed_out:
+        if handle is None or (self._session is not None and self._session.cancelled):
             return
         if self.on_kill_action == "keep":
             self.log.warning(
                 "task killed; leaving anylaunch app %s running (on_kill_action=keep)", handle
             )
             return
-        self.log.warning("task killed: cancelling anylaunch app %s", handle)
-        cancel_app(handle)
+        self._cancel_app(handle, "task killed")
+
+    def _cancel_app(self, handle: str, why: str) -> None:
+        """Cancels the app by the core rule with a runner of its own (safe from a signal
+        handler mid-poll), best effort: a failing cancel is logged, never raised over the
+        reason the task ends."""
+        from anylaunch.runner.session import cancel_app
+
+        self.log.warning("%s: cancelling anylaunch app %s", why, handle)
+        try:
+            cancel_app(handle)
+        except Exception as e:
+            self.log.error(
+                "could not cancel anylaunch app %s: %s",
+                handle,
+                self._mask(f"{type(e).__name__}: {e}"),
+            )

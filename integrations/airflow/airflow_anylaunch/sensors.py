@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from airflow_anylaunch._common import (
     check_handle,
     is_template,
+    register_secrets,
     status_dict,
 )
 from airflow_anylaunch._compat import BaseSensorOperator, PokeReturnValue, conf
@@ -24,9 +25,7 @@ if TYPE_CHECKING:
     from airflow.sdk.definitions.context import Context
 
     from anylaunch.runner import Runner
-    from anylaunch.runner.watch import WatchPolicy
-    from anylaunch.specs.api import AppStatus
-    from anylaunch.specs.secrets import Redactor
+    from anylaunch.runner.session import AppSession
 
 __all__ = ["AnylaunchAppSensor"]
 
@@ -92,9 +91,8 @@ class AnylaunchAppSensor(BaseSensorOperator):
             )
         self.secret_env_names = None if secret_env_names is None else list(secret_env_names)
         # what the pokes of this worker slot have seen (see the class docstring)
-        self._policy: WatchPolicy | None = None
-        self._redact: Redactor | None = None
-        self._state: str | None = None
+        self._runner: Runner | None = None
+        self._session: AppSession | None = None
 
     def _handle(self) -> str:
         from anylaunch.specs.errors import InvalidSpecError
@@ -104,73 +102,45 @@ class AnylaunchAppSensor(BaseSensorOperator):
         except InvalidSpecError as e:
             raise AnylaunchInputError(f"{type(e).__name__}: {e}") from e
 
-    def _redactor(self, runner: Runner, handle: str) -> Redactor:
-        """Masks the app's secret env values (read from its description once it can be);
-        they are told to Airflow's own masker too."""
-        from airflow_anylaunch._compat import mask_secret
-        from anylaunch.specs.secrets import Redactor, secret_values
-
-        if self._redact is None:
-            try:
-                app = runner.describe(handle)
-            except Exception:  # asked again at the next poke; nothing to mask yet
-                return Redactor()
-            names = self.secret_env_names or ()
-            values = [
-                v for role in (app.roles if app else []) for v in secret_values(role.env, names)
-            ]
-            for value in values:
-                mask_secret(value)
-            self._redact = Redactor(values)
-        return self._redact
-
     def poke(self, context: Context) -> bool | PokeReturnValue:
-        import time
-
-        from anylaunch.runner import get_runner
-        from anylaunch.runner.outcome import failure_summary
-        from anylaunch.runner.watch import Done, Poll, PollError, WatchPolicy
-
         handle = self._handle()
-        if self._policy is None:
-            self._policy = WatchPolicy(
-                max(float(self.poke_interval), 0.1),
-                handle=handle,
+        session = self._session
+        if session is None:
+            from anylaunch.runner import get_runner
+            from anylaunch.runner.session import AppSession, logger_sink
+
+            self._runner = get_runner()
+            session = self._session = AppSession(
+                self._runner,
+                handle,
+                sink=logger_sink(self.log),
+                poll_interval=max(float(self.poke_interval), 0.1),
                 cancel_on_timeout=False,
                 cancel_on_failure=False,  # the sensor does not own the app
+                secret_env_names=self.secret_env_names or (),
+                learn_secrets=True,
+                on_secrets=register_secrets,
+                logs="off",
             )
-        observation: AppStatus | PollError | None
-        with get_runner() as runner:
-            try:
-                observation = runner.status(handle)
-            except Exception as e:  # the policy decides whether poking again can help
-                observation = PollError(e)
-            redact = self._redactor(runner, handle)
-        if isinstance(observation, PollError):
-            self.log.warning(
-                "status of anylaunch app %s failed (%d/%d in a row): %s",
-                handle,
-                self._policy.poll_errors + 1,
-                self._policy.max_poll_errors,
-                redact(f"{type(observation.error).__name__}: {observation.error}"),
-            )
-        elif observation is not None and observation.state.name != self._state:
-            self._state = observation.state.name
-            self.log.info("anylaunch app %s is %s", handle, self._state)
-        decision = self._policy.observe(observation, time.time())
-        if isinstance(decision, Poll):
+        decision = session.step()
+        session.emit()
+        if decision.kind == "poll":
             return False
-        status = self._policy.last_status
-        if not isinstance(decision, Done):  # lost: vanished, or its scheduler keeps failing
-            text = failure_summary(handle, status, (), redact, headline=decision.message)
-            raise AnylaunchSensorError(text, handle, status_dict(handle, status, redact))
-        result = status_dict(handle, decision.status, redact)
-        if not decision.succeeded:
-            text = failure_summary(handle, decision.status, (), redact)
-            raise AnylaunchSensorError(text, handle, result)
+        outcome = session.outcome(decision)
+        result = status_dict(handle, outcome.status, session.redactor)
+        if not outcome.succeeded:  # failed, or lost: vanished, or its scheduler keeps failing
+            raise AnylaunchSensorError(outcome.message, handle, result)
         return PokeReturnValue(is_done=True, xcom_value=result)
 
     def execute(self, context: Context) -> Any:
+        try:
+            return self._execute(context)
+        finally:
+            runner, self._runner, self._session = self._runner, None, None
+            if runner is not None:
+                runner.close()
+
+    def _execute(self, context: Context) -> Any:
         if not self.deferrable:
             return super().execute(context)
         from airflow_anylaunch.triggers import AnylaunchAppTrigger

@@ -21,8 +21,6 @@ the trigger only acts on them. Every text in the event and the log is masked by 
 from __future__ import annotations
 
 import asyncio
-import functools
-import time
 import weakref
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar, cast
@@ -31,8 +29,6 @@ from airflow.triggers.base import BaseTrigger, TriggerEvent
 
 from airflow_anylaunch._common import (
     XCOM_UI_URL,
-    LogFollower,
-    cancel_app,
     check_handle,
     interval,
     seconds,
@@ -44,20 +40,12 @@ from airflow_anylaunch._cursor import LogCursor
 
 # imported with the module (the triggerer imports it once), never on the event loop later
 from anylaunch.runner import get_runner
-from anylaunch.runner.failures import FailureCategory, decision_category
-from anylaunch.runner.outcome import failure_summary
+from anylaunch.runner.session import AppSession, Outcome, cancel_app, logger_sink
 from anylaunch.runner.wake import AsyncChangeWaiter, scheduler_change_feed
-from anylaunch.runner.watch import (
-    DEFAULT_MAX_POLL_ERRORS,
-    Done,
-    Lost,
-    Poll,
-    PollError,
-    WatchPolicy,
-)
+from anylaunch.runner.watch import DEFAULT_MAX_POLL_ERRORS, Done, Lost, Poll, PollError
 from anylaunch.specs.api import AppStatus, parse_app_handle
 from anylaunch.specs.errors import InvalidSpecError, UnknownSchedulerException
-from anylaunch.specs.secrets import Redactor, secret_values
+from anylaunch.specs.secrets import Redactor
 
 if TYPE_CHECKING:
     from anylaunch.runner import Runner
@@ -90,9 +78,6 @@ def _names(field: str, value: object, example: str) -> list[str] | None:
 
 #: Consecutive failed status polls after which the trigger gives up (with an error event).
 MAX_POLL_ERRORS = DEFAULT_MAX_POLL_ERRORS
-#: Least seconds between two log reads of a running app (a read costs a request per replica
-#: on most backends); every line still comes out, at the latest with the final read.
-LOG_INTERVAL_S = 30.0
 
 
 class _StatusPoller:
@@ -352,17 +337,12 @@ class AnylaunchAppTrigger(BaseTrigger):
             },
         )
 
-    def _event(
-        self,
-        kind: str,
-        status: AppStatus | None,
-        message: str,
-        follower: LogFollower | None,
-        redact: Redactor,
-        category: FailureCategory | None = None,
-    ) -> TriggerEvent:
+    def _event(self, kind: str, outcome: Outcome, session: AppSession) -> TriggerEvent:
         """The one event; every text in it is masked (events are stored in the metadata DB)."""
         deferred_by = {} if self.try_number is None else {"try_number": self.try_number}
+        status = outcome.status
+        category = outcome.category
+        positions = session.log_positions if self.stream_logs else self.log_positions
         return TriggerEvent(  # type: ignore[no-untyped-call]
             {
                 **deferred_by,
@@ -371,12 +351,10 @@ class AnylaunchAppTrigger(BaseTrigger):
                 "app_handle": self.app_handle,
                 "app_status": None
                 if status is None
-                else status_dict(self.app_handle, status, redact),
-                "message": message,
-                "log_tail": follower.tail if follower is not None else [],
-                "log_positions": dict(
-                    follower.positions if follower is not None else self.log_positions
-                ),
+                else status_dict(self.app_handle, status, session.redactor),
+                "message": outcome.message,
+                "log_tail": list(outcome.tail),
+                "log_positions": dict(positions),
             }
         )
 
@@ -395,8 +373,7 @@ class AnylaunchAppTrigger(BaseTrigger):
         return cast("TriggerEvent", success(xcoms={"return_value": value, XCOM_UI_URL: ui_url}))
 
     async def _cancel(self, why: str) -> None:
-        """Cancels the app, best effort: a failing cancel is logged, never raised over the
-        reason the watch ended."""
+        """Cancels the app (a kill), best effort: a failing cancel is logged, never raised."""
         self.log.warning("%s: cancelling anylaunch app %s", why, self.app_handle)
         try:
             await asyncio.to_thread(cancel_app, self.app_handle)
@@ -405,141 +382,87 @@ class AnylaunchAppTrigger(BaseTrigger):
                 "could not cancel anylaunch app %s: %s", self.app_handle, type(e).__name__
             )
 
-    def _app_secrets(self, runner: Runner) -> list[str] | None:
-        """The app's secret env values, read from its description (in the poller's thread);
-        None while that fails."""
-        try:
-            app = runner.describe(self.app_handle)
-        except Exception:
-            return None
-        names = self.secret_env_names or ()
-        return [v for role in (app.roles if app else []) for v in secret_values(role.env, names)]
-
-    async def _redactor(self, poller: _StatusPoller) -> Redactor | None:
-        """The app's redactor (None while its env cannot be read); its values are told to
-        Airflow's own masker too. Trigger kwargs hold only the secret names: they are stored in
-        the metadata DB."""
-        values = await poller.call(functools.partial(self._app_secrets, poller.runner))
-        if values is None:
-            if not self._told_no_env:
-                self._told_no_env = True
-                self.log.warning(
-                    "cannot read the env of anylaunch app %s yet (to mask its secrets); its "
-                    "lines are streamed once it can be read",
-                    self.app_handle,
-                )
-            return None
-        for value in values:
-            await amask_secret(value)
-        return Redactor(values)
-
-    async def run(self) -> AsyncIterator[TriggerEvent]:
-        """Drives the core lifecycle policy until it decides, then yields the one event."""
-        backend, session, _ = parse_app_handle(self.app_handle)
-        policy = WatchPolicy(
-            self.poll_interval,
+    def _session(self) -> AppSession:
+        """The session of this wait: the trigger drives it step by step, its status calls
+        batched by the shared poller and its logs read by position (a cursor that survives
+        triggerer restarts)."""
+        return AppSession(
+            None,  # the shared poller's runner, once the poller exists
+            self.app_handle,
+            sink=logger_sink(self.log),
+            poll_interval=self.poll_interval,
             run_timeout=self.run_timeout,
             startup_deadline=self.startup_deadline,
             run_deadline=self.run_deadline,
             max_poll_errors=self.max_poll_errors,
             cancel_on_timeout=self.cancel_on_timeout,
-            cancel_on_failure=self.cancel_on_timeout,
-            handle=self.app_handle,
             option_names=("startup_timeout", "execution_timeout (or run_timeout)"),
+            # trigger kwargs hold only the secret names (they are stored in the metadata DB):
+            # the values come from the app's own description
+            secret_env_names=self.secret_env_names or (),
+            learn_secrets=True,
+            logs="cursor" if self.stream_logs else "off",
+            log_roles=self.log_roles,
+            log_replicas=self.log_replicas,
+            log_positions=self.log_positions,
+            # the triggerer's worker threads serve every trigger: a cancel does not wait
+            cancel_wait_s=0.0,
         )
-        poller: _StatusPoller | None = None
+
+    async def run(self) -> AsyncIterator[TriggerEvent]:
+        """Drives the core session step by step until the policy decides, then yields the
+        one event."""
+        backend, session_name, app_id = parse_app_handle(self.app_handle)
         # where an earlier instance of this trigger (before a triggerer restart) got to
         cursor = LogCursor(self.task_instance, self.app_handle)
         if self.stream_logs:
             stored = await asyncio.to_thread(cursor.load)
             for key, position in stored.items():
                 self.log_positions[key] = max(position, self.log_positions.get(key, 0))
-        # the app's lines are read only once its secrets are known, so none leaks unmasked
-        redact: Redactor | None = None
-        follower: LogFollower | None = None
-        seen: str | None = None
-        app_id = parse_app_handle(self.app_handle)[2]
-        logs_read_at = time.monotonic()  # the first read of a running app comes a while later
+        session = self._session()
+        poller: _StatusPoller | None = None
         self.log.info("waiting for anylaunch app %s", self.app_handle)
         while True:
             observation: AppStatus | PollError | None
             try:
                 if poller is None:
-                    poller = await _poller(backend, session)
+                    poller = await _poller(backend, session_name)
+                    session.runner = poller.runner
                 observation = await poller.status(self.app_handle)
             except Exception as e:  # a flaky backend: the policy decides how long to retry
-                observation = PollError(e)
-                self.log.warning(
-                    "status of anylaunch app %s failed (%d/%d in a row): %s",
-                    self.app_handle,
-                    policy.poll_errors + 1,
-                    policy.max_poll_errors,
-                    (redact or Redactor())(f"{type(e).__name__}: {e}"),
-                )
-            if redact is None and poller is not None and not isinstance(observation, PollError):
-                redact = await self._redactor(poller)
-                if redact is not None:
-                    follower = LogFollower(
-                        self.log_positions, self.log_roles, self.log_replicas, redact=redact
-                    )
-            if isinstance(observation, AppStatus) and observation.state.name != seen:
-                seen = observation.state.name
-                self.log.info("anylaunch app %s is %s", self.app_handle, seen)
-            decision = policy.observe(observation, time.time())
-            status = policy.last_status
-            if (
-                self.stream_logs
-                and follower is not None
-                and poller is not None
-                and isinstance(observation, AppStatus)
-                and (
-                    not isinstance(decision, Poll)  # the final read: every line left
-                    or time.monotonic() - logs_read_at >= LOG_INTERVAL_S
-                )
-            ):
-                logs_read_at = time.monotonic()
-                lines = await poller.call(
-                    functools.partial(
-                        follower.poll, poller.runner, self.app_handle, observation, self.log.warning
-                    )
-                )
-                for line in lines:
-                    self.log.info("%s", line)
-                if lines:  # after the lines went out: at worst a restart repeats this batch
-                    await asyncio.to_thread(cursor.save, follower.positions)
-            if isinstance(decision, Poll):
-                if poller is None:
-                    await asyncio.sleep(decision.after)
-                else:  # woken early when the scheduler's feed says the app changed
-                    await poller.pause(app_id, decision)
-                continue
-            mask = redact or Redactor()
-            tail = follower.tail if follower is not None else []
-            if isinstance(decision, Done):
-                ok = decision.succeeded
-                ended = self._end_event(status, mask) if ok else None
-                if ended is not None:
-                    yield ended
-                    return
-                message = "" if ok else failure_summary(self.app_handle, status, tail, mask)
-                yield self._event(
-                    "success" if ok else "failed",
-                    status,
-                    message,
-                    follower,
-                    mask,
-                    decision_category(decision),
-                )
-                return
-            if decision.cancel:
-                why = {"startup_timeout": "startup timeout", "run_timeout": "run timeout"}
-                await self._cancel(why.get(decision.kind, "gave up watching the app"))
-            message = failure_summary(
-                self.app_handle, status, tail, mask, headline=decision.message
+                observation = session.poll_failed(e)
+            if poller is not None and not isinstance(observation, PollError):
+                await self._learn_secrets(session, poller)
+            decision = session.observe(observation)
+            logs_due = poller is not None and session.logs_due(decision)
+            if logs_due and poller is not None and await poller.call(session.read_logs) > 0:
+                session.emit()  # after the lines went out: a restart repeats this batch
+                await asyncio.to_thread(cursor.save, session.log_positions)
+            session.emit()
+            if not isinstance(decision, Poll):
+                break
+            if poller is None:
+                await asyncio.sleep(decision.after)
+            else:  # woken early when the scheduler's feed says the app changed
+                await poller.pause(app_id, decision)
+        ended = await asyncio.to_thread(session.act_on, decision, own_runner=True)
+        session.emit()
+        outcome = session.outcome(decision, ended)
+        if isinstance(decision, Done):
+            event = self._end_event(outcome.status, session.secrets) if outcome.succeeded else None
+            yield event or self._event(
+                "success" if outcome.succeeded else "failed", outcome, session
             )
-            kind = "error" if isinstance(decision, Lost) else "timeout"
-            yield self._event(kind, status, message, follower, mask, decision_category(decision))
             return
+        yield self._event("error" if isinstance(decision, Lost) else "timeout", outcome, session)
+
+    async def _learn_secrets(self, session: AppSession, poller: _StatusPoller) -> None:
+        """Learns the app's secrets from its description (in the poller's thread) until it
+        can; their values are told to Airflow's own masker too."""
+        if session.secrets_known or not await poller.call(session.learn_secrets):
+            return
+        for value in session.secrets.values:
+            await amask_secret(value)
 
     async def on_kill(self) -> None:
         """A user killed the deferred task (Airflow >= 3.3): cancel the app unless told not to.

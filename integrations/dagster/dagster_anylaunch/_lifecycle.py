@@ -19,26 +19,18 @@ from typing import TYPE_CHECKING, Any
 import dagster as dg
 
 from anylaunch.runner import Runner, get_runner
-from anylaunch.runner.failures import (
-    FailureCategory,
-    decision_category,
-    failure_category,
-    retryable,
-)
-from anylaunch.runner.lines import LineBuffer
-from anylaunch.runner.outcome import error_details, failure_summary
+from anylaunch.runner.failures import FailureCategory, retryable
+from anylaunch.runner.outcome import error_details
 from anylaunch.runner.reap import owner_id
-from anylaunch.runner.wake import wait_for_change
-from anylaunch.runner.watch import Done, Poll, PollError, WatchPolicy
+from anylaunch.runner.session import AppSession
 from anylaunch.specs.api import NONE, AppDef, AppHandle, AppState, AppStatus, Workspace
-from anylaunch.specs.errors import AnylaunchError, UnknownAppException
+from anylaunch.specs.errors import AnylaunchError
 from anylaunch.specs.runopts import CfgVal
 from anylaunch.specs.secrets import Redactor, app_redactor
 
 if TYPE_CHECKING:
     from dagster._core.pipes.reattach import PipesLaunchHandle
 
-    from anylaunch.runner.logs import LogPump
 
 __all__ = [
     "AnylaunchRun",
@@ -59,8 +51,6 @@ _TAG_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
 # Dagster marks from-failure re-executions (UI, run retries daemon) with these run tags.
 _RESUME_RETRY_TAGS = ("dagster/is_resume_retry", "dagster/is_asset_resume_retry")
 _MAX_ANCESTRY = 64
-# How long to keep draining log streams after the app ended.
-_DRAIN_TIMEOUT_S = 30.0
 
 
 @dataclass(frozen=True)
@@ -244,86 +234,6 @@ def failure(
     return dg.Failure(description=mask(description), metadata=meta, allow_retries=allow_retries)
 
 
-class _Streams:
-    """Follows every replica's log (a :class:`~anylaunch.runner.logs.LogPump` reader thread
-    each) into a core :class:`~anylaunch.runner.lines.LineBuffer`; the calling (main) thread
-    logs the lines, one ``context.log`` record per app line.
-
-    Logging from the main thread keeps context.log calls where Dagster runs the step, and
-    lets a termination interrupt the wait at any time.
-    """
-
-    def __init__(
-        self,
-        context: Context,
-        settings: LaunchSettings,
-        handle: AppHandle,
-        replicas: Sequence[tuple[str, int]],
-        mask: Callable[[str], str],
-    ) -> None:
-        self._context = context
-        self._settings = settings
-        self._handle = handle
-        self._replicas = list(replicas)
-        self._lines = LineBuffer(mask, tail_size=max(settings.log_tail_lines, 0))
-        self._pump: LogPump | None = None
-        self._errors_told = 0
-
-    @property
-    def tail(self) -> list[str]:
-        """The latest lines (masked), for failure text and metadata."""
-        return self._lines.tail
-
-    def start(self) -> None:
-        if self._pump is not None or not self._settings.stream_logs:
-            return
-        from anylaunch.runner.logs import LogPump
-
-        # a runner per reader: the step's runner polls the status meanwhile, and schedulers
-        # are not required to be thread-safe
-        self._pump = LogPump(
-            self._settings.runner, self._handle, self._replicas, self._lines, should_tail=True
-        ).start()
-
-    def _tell_errors(self) -> None:
-        errors = self._pump.errors if self._pump is not None else []
-        for role, k, error in errors[self._errors_told :]:
-            self._lines.add(f"{role}/{k} [anylaunch] log stream ended early: {error}")
-        self._errors_told = len(errors)
-
-    def pump(self, seconds: float) -> None:
-        """Logs lines as they arrive for ``seconds``, then whatever is already queued."""
-        deadline = time.monotonic() + max(seconds, 0.0)
-        while True:
-            self._forward()
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                return
-            time.sleep(min(remaining, 0.05))
-
-    def wait_for_change(self, runner: Runner, seconds: float) -> None:
-        """Like :meth:`pump`, but returns early when the scheduler's change feed says the
-        app changed (the caller polls again)."""
-        wait_for_change(runner, self._handle, max(seconds, 0.0), tick=self._forward)
-
-    def _forward(self) -> None:
-        self._tell_errors()
-        for line in self._lines.take():
-            self._context.log.info(line)
-
-    def drain(self, timeout: float) -> None:
-        """Logs the rest of the app's output, waiting up to ``timeout`` for the streams."""
-        deadline = time.monotonic() + timeout
-        while (
-            self._pump is not None
-            and not self._pump.join(timeout=0)
-            and time.monotonic() < deadline
-        ):
-            self.pump(0.05)
-        self.pump(0)
-        self._lines.close()
-
-
 class AppWatch:
     """Launches (or reattaches to) one app for a step and sees it to its end."""
 
@@ -482,128 +392,54 @@ class AppWatch:
         self.mask = self.mask | app_redactor(app, self.settings.secret_env.keys())
         with self.settings.runner() as runner:
             handle = self._try_reattach(runner) if self.reattach else None
+            replicas: list[tuple[str, int]] | None = None
             if handle is not None:
                 self.handle, self.reattached = handle, True
-                replicas = self._replicas_of(runner, handle)
             else:
                 handle, replicas = self.launch(runner, app, extra_env, workspace)
-            streams = _Streams(self.context, self.settings, handle, replicas, self.mask)
-            try:
-                status = self._wait(runner, handle, streams, started)
-            except dg.Failure:
-                streams.drain(min(2.0, self.settings.cancel_timeout_s))
-                raise  # a timeout or a lost app: the policy's cancel was already done
-            except BaseException:
-                # termination, timeout or an error while watching: the step is over, so
-                # nobody would watch the app any more
-                self._cancel(runner, handle, streams)
-                raise
-            streams.drain(_DRAIN_TIMEOUT_S)
-        result = AnylaunchRun(
+            settings = self.settings
+            session = AppSession(
+                runner,
+                handle,
+                sink=self.context.log.log,
+                poll_interval=settings.poll_interval_s,
+                startup_timeout=settings.startup_timeout_s,
+                run_timeout=settings.run_timeout_s,
+                option_names=("startup_timeout_s", "run_timeout_s"),
+                interval_name="poll_interval_s",
+                secrets=self.mask,
+                logs="pump" if settings.stream_logs else "off",
+                replicas=replicas,
+                tail_size=settings.log_tail_lines,
+                cancel_wait_s=settings.cancel_timeout_s,
+            )
+            # termination, or an error while watching: the step is over, so nobody would
+            # watch the app any more
+            outcome = session.run(interrupt_cancels=(BaseException,))
+        duration = time.monotonic() - started
+        if not outcome.succeeded:
+            category = outcome.category
+            reason = "failed" if outcome.kind == "failed" else outcome.decision.kind
+            raise failure(
+                outcome.message,
+                handle,
+                outcome.status,
+                outcome.tail,
+                duration,
+                self.mask,
+                allow_retries=self.settings.allows_retry(category),
+                reason=reason,
+                category=category,
+            )
+        assert outcome.status is not None
+        self.context.log.info(f"app {handle} SUCCEEDED in {duration:.1f}s")
+        return AnylaunchRun(
             handle,
-            status,
-            time.monotonic() - started,
+            outcome.status,
+            duration,
             reattached=self.reattached,
-            last_log_lines=tuple(streams.tail),
+            last_log_lines=outcome.tail,
         )
-        if status.state != AppState.SUCCEEDED:
-            category = failure_category(status)
-            raise failure(
-                failure_summary(handle, status, result.last_log_lines, self.mask),
-                handle,
-                status,
-                result.last_log_lines,
-                result.duration_s,
-                self.mask,
-                allow_retries=self.settings.allows_retry(category),
-                category=category,
-            )
-        self.context.log.info(f"app {handle} SUCCEEDED in {result.duration_s:.1f}s")
-        return result
-
-    def _replicas_of(self, runner: Runner, handle: AppHandle) -> list[tuple[str, int]]:
-        from anylaunch.runner.logs import find_replicas
-
-        try:
-            return find_replicas(runner, handle)
-        except UnknownAppException:  # gone since it was checked: the wait reports it
-            return []
-
-    def _wait(
-        self, runner: Runner, handle: AppHandle, streams: _Streams, started: float
-    ) -> AppStatus:
-        """Drives the core lifecycle policy until the app ended; raises the step's Failure
-        for a timeout or a lost app (cancelling it first when the policy says so)."""
-        policy = WatchPolicy(
-            self.settings.poll_interval_s,
-            startup_timeout=self.settings.startup_timeout_s,
-            run_timeout=self.settings.run_timeout_s,
-            handle=handle,
-            option_names=("startup_timeout_s", "run_timeout_s"),
-        )
-        while True:
-            try:
-                observation: AppStatus | PollError | None = runner.status(handle)
-            except Exception as e:  # the policy decides whether retrying can help
-                observation = PollError(e)
-                self.context.log.warning(
-                    f"status of {handle} failed ({policy.poll_errors + 1}/"
-                    f"{policy.max_poll_errors}): {self.mask(str(e))}"
-                )
-            previous = policy.last_status
-            if isinstance(observation, AppStatus) and (
-                previous is None or observation.state != previous.state
-            ):
-                self.context.log.info(f"app {handle} is {observation.state.name}")
-            decision = policy.observe(observation, time.time())
-            if policy.started:
-                streams.start()
-            if isinstance(decision, Poll):
-                streams.wait_for_change(runner, decision.after)
-                continue
-            if isinstance(decision, Done):
-                return decision.status
-            # after a cancel, the app's end state (when it could be seen) is the final one
-            ended = self._cancel(runner, handle, streams) if decision.cancel else None
-            last = ended if ended is not None else policy.last_status
-            category = decision_category(decision)
-            raise failure(
-                failure_summary(handle, last, streams.tail, self.mask, headline=decision.message),
-                handle,
-                last,
-                streams.tail,
-                time.monotonic() - started,
-                self.mask,
-                allow_retries=self.settings.allows_retry(category),
-                reason=decision.kind,
-                category=category,
-            )
-
-    def _cancel(self, runner: Runner, handle: AppHandle, streams: _Streams) -> AppStatus | None:
-        """Cancels the app (the core cancel rule: a failing status call never stops the
-        cancel) and waits, bounded, for it to end while forwarding its last lines; returns its
-        end status (None: unknown, or it did not end in time)."""
-        from anylaunch.runner.driver import cancel_and_wait
-
-        try:
-            self.context.log.warning(f"step is ending: cancelling app {handle} unless it ended")
-            status = cancel_and_wait(
-                runner, handle, self.settings.cancel_timeout_s, sleep=streams.pump
-            )
-        except Exception as e:  # never hide why the step is ending
-            self.context.log.error(f"could not cancel app {handle}: {self.mask(str(e))}")
-            return None
-        if status is not None and not status.is_terminal():
-            self.context.log.error(
-                f"app {handle} did not end within {self.settings.cancel_timeout_s:g}s of "
-                f"cancelling (still {status.state.name}); check it with "
-                f"`anylaunch status {handle}`"
-            )
-            return None
-        streams.drain(min(2.0, self.settings.cancel_timeout_s))
-        final = status.state.name if status is not None else "gone"
-        self.context.log.warning(f"app {handle} ended {final}")
-        return status
 
 
 def _replicas(app: AppDef) -> list[tuple[str, int]]:

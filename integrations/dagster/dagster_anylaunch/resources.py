@@ -310,8 +310,10 @@ class AnylaunchResource(dg.ConfigurableResource):  # type: ignore[type-arg]
 
     def cancel(self, handle: AppHandle) -> None:
         """Requests cancellation and returns; a no-op for an unknown or finished app."""
+        from anylaunch.runner.session import cancel_app
+
         with self.get_runner() as runner:
-            runner.cancel(handle)
+            cancel_app(handle, runner=runner)
 
     def log_lines(
         self,

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import Any
 from uuid import UUID
 
-from anylaunch.specs.api import AppHandle, parse_app_handle
+from anylaunch.specs.api import NONE, AppHandle, AppStatus, parse_app_handle
 
 #: Flow-run label under which a launched app's handle is kept (one label per app): visible
 #: in the UI while the app runs, and read by the cancel hooks, possibly in another process.
@@ -126,4 +126,33 @@ def launched_handles(flow_run_id: UUID) -> list[AppHandle]:
         str(value)
         for key, value in sorted(labels.items())
         if key.startswith(LABEL_PREFIX) and isinstance(value, str)
+    ]
+
+
+def replica_rows(
+    status: AppStatus, redact: Callable[[str], str] | None = None
+) -> list[dict[str, Any]]:
+    """One row per replica: role, replica id, state, host and error (a table artifact),
+    secrets masked by ``redact``.
+
+    >>> from anylaunch.specs.api import AppState, ReplicaStatus, RoleStatus
+    >>> s = AppStatus(AppState.SUCCEEDED, roles=[RoleStatus("w", [
+    ...     ReplicaStatus(0, AppState.SUCCEEDED, "w", "localhost")])])
+    >>> replica_rows(s)
+    [{'role': 'w', 'replica': 0, 'state': 'SUCCEEDED', 'host': 'localhost', 'error': ''}]
+    """
+    if redact is not None:
+        from anylaunch.runner.outcome import masked_status
+
+        status = masked_status(status, redact)
+    return [
+        {
+            "role": role.role,
+            "replica": rep.id,
+            "state": rep.state.name,
+            "host": rep.hostname,
+            "error": "" if rep.structured_error_msg == NONE else rep.structured_error_msg,
+        }
+        for role in status.roles
+        for rep in role.replicas
     ]

@@ -19,14 +19,28 @@ from prefect.utilities.asyncutils import run_sync_in_worker_thread
 from pydantic import Field, SerializationInfo, field_serializer, field_validator, model_validator
 
 from anylaunch.runner import Runner, get_runner
-from anylaunch.specs.api import AppDef, AppDryRunInfo, AppHandle, AppStatus, parse_app_handle
+from anylaunch.runner.outcome import masked_status
+from anylaunch.runner.session import AppSession, Outcome, cancel_app, logger_sink
+from anylaunch.runner.watch import Lost, RunTimedOut, StartupTimedOut
+from anylaunch.specs.api import (
+    AppDef,
+    AppDryRunInfo,
+    AppHandle,
+    AppState,
+    AppStatus,
+    parse_app_handle,
+)
 from anylaunch.specs.checks import check_seconds
 from anylaunch.specs.errors import InvalidSpecError, UnknownAppException, did_you_mean
 from anylaunch.specs.secrets import Redactor, app_redactor
 from anylaunch.specs.serialize import appdef_to_dict
 from prefect_anylaunch import _prefect
-from prefect_anylaunch._watch import Waiter, masked_status, replica_rows
 from prefect_anylaunch.appdef import appdef_from_data
+from prefect_anylaunch.errors import (
+    AnylaunchAppFailedError,
+    AnylaunchAppLostError,
+    AnylaunchAppTimeoutError,
+)
 
 __all__ = ["AnylaunchJob", "AnylaunchJobRun", "AnylaunchSchedulerSettings"]
 
@@ -465,7 +479,7 @@ class AnylaunchJob(JobBlock[dict[str, Any]]):
             except BaseException:
                 # interrupted between launch and handing the handle over: nobody could
                 # cancel the app later, so do it now
-                runner.cancel(handle)
+                cancel_app(handle, runner=runner)
                 raise
         return AnylaunchJobRun(self, handle, app_name=app_name, app=app)
 
@@ -511,45 +525,74 @@ class AnylaunchJobRun(JobRun[dict[str, Any]]):
 
     # --- wait ----------------------------------------------------------------------------
 
-    def _waiter(self, runner: Runner) -> Waiter:
+    def _session(self, runner: Runner) -> AppSession:
         job = self.job
-        return Waiter(
+        from anylaunch.schedulers.api import Stream
+
+        return AppSession(
             runner,
             self.app_handle,
-            self.logger,
-            poll_interval_s=job.poll_interval_s,
-            startup_timeout_s=job.startup_timeout_s,
-            run_timeout_s=job.run_timeout_s,
+            sink=logger_sink(self.logger),
+            poll_interval=job.poll_interval_s,
+            startup_timeout=job.startup_timeout_s,
+            run_timeout=job.run_timeout_s,
             cancel_on_timeout=job.cancel_on_timeout,
-            log_roles=job.log_roles if job.stream_logs else [],
-            log_stream=job.log_stream,
-            redact=self.redact,
+            option_names=("startup_timeout_s", "run_timeout_s"),
+            interval_name="poll_interval_s",
+            secrets=self.redact,
+            logs="pump" if job.stream_logs and job.log_roles != [] else "off",
+            log_roles=job.log_roles,
+            log_stream=Stream(job.log_stream),
         )
 
-    def _ended(self, waiter: Waiter) -> AppStatus:
-        status = waiter.status
-        self.final_status = status
-        if status is not None and self.job.create_artifacts:
-            _prefect.create_artifact(
-                "table",
-                table=replica_rows(status, self.redact),
-                key=_prefect.artifact_key(self.app_name, "replicas"),
-                description=f"replicas of {self.app_handle}: {status.state.name}",
+    def _ended(self, outcome: Outcome) -> AppStatus:
+        """Records the outcome (the replicas table of an app that ended) and maps it to the
+        run's result or exception."""
+        status, redact = outcome.status, self.redact
+        decision = outcome.decision
+        if outcome.kind in ("succeeded", "failed"):
+            self.final_status = status
+            if status is not None and self.job.create_artifacts:
+                _prefect.create_artifact(
+                    "table",
+                    table=_prefect.replica_rows(status, redact),
+                    key=_prefect.artifact_key(self.app_name, "replicas"),
+                    description=f"replicas of {self.app_handle}: {status.state.name}",
+                )
+        masked = None if status is None else masked_status(status, redact)
+        if outcome.succeeded:
+            assert status is not None
+            return status
+        if outcome.kind == "failed":
+            raise AnylaunchAppFailedError(self.app_handle, masked, message=outcome.message)
+        if outcome.kind in ("startup_timeout", "run_timeout"):
+            which = "startup" if outcome.kind == "startup_timeout" else "run"
+            limit = self.job.startup_timeout_s if which == "startup" else self.job.run_timeout_s
+            last = (
+                decision.status.state
+                if isinstance(decision, (StartupTimedOut, RunTimedOut))
+                else AppState.UNKNOWN
             )
-        return waiter.raise_unless_succeeded()
+            raise AnylaunchAppTimeoutError(
+                self.app_handle,
+                which,
+                float(limit or 0),
+                last,
+                outcome.cancelled,
+                message=outcome.message,
+            )
+        assert isinstance(decision, Lost)
+        raise AnylaunchAppLostError(
+            self.app_handle, masked, outcome.message, reason=decision.reason
+        )
 
     async def await_for_completion(self) -> None:
         """Async :meth:`wait_for_completion`."""
         with self.job.runner() as runner:
             # may rebuild the app (for its env secrets): not on the event loop
-            waiter: Waiter = await run_sync_in_worker_thread(self._waiter, runner)
-            try:
-                while (delay := await run_sync_in_worker_thread(waiter.step)) is not None:
-                    await waiter.apause(delay)
-                await waiter.adrain()
-            finally:
-                waiter.close()
-        await run_sync_in_worker_thread(self._ended, waiter)
+            session: AppSession = await run_sync_in_worker_thread(self._session, runner)
+            outcome = await session.arun()
+        await run_sync_in_worker_thread(self._ended, outcome)
 
     @async_dispatch(await_for_completion)
     def wait_for_completion(self) -> None:  # type: ignore[override]
@@ -566,14 +609,8 @@ class AnylaunchJobRun(JobRun[dict[str, Any]]):
 
     def _wait(self) -> AppStatus:
         with self.job.runner() as runner:
-            waiter = self._waiter(runner)
-            try:
-                while (delay := waiter.step()) is not None:
-                    waiter.pause(delay)
-                waiter.drain()
-            finally:
-                waiter.close()
-        return self._ended(waiter)
+            outcome = self._session(runner).run()
+        return self._ended(outcome)
 
     # --- status, result, cancel ----------------------------------------------------------
 
@@ -616,7 +653,7 @@ class AnylaunchJobRun(JobRun[dict[str, Any]]):
 
     def _cancel(self) -> None:
         with self.job.runner() as runner:
-            runner.cancel(self.app_handle)
+            cancel_app(self.app_handle, runner=runner)
         self.logger.info("requested cancellation of %s", self.app_handle)
 
     async def acancel(self) -> None:

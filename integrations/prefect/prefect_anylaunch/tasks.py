@@ -19,7 +19,6 @@ from anylaunch.specs.api import AppHandle, AppStatus, parse_app_handle
 from anylaunch.specs.checks import check_seconds
 from anylaunch.specs.errors import InvalidSpecError
 from prefect_anylaunch import _prefect
-from prefect_anylaunch._watch import replica_rows
 from prefect_anylaunch.blocks import AnylaunchJob
 
 __all__ = ["cancel_app", "get_app_logs", "launch_app", "stop_app", "wait_for_app"]
@@ -90,11 +89,11 @@ def stop_app(
     wait_timeout_s = check_seconds("wait_timeout_s", wait_timeout_s, positive=False)
     job = job if job is not None else AnylaunchJob()
     log = logger if logger is not None else logging.getLogger(__name__)
-    from anylaunch.runner.driver import cancel_and_wait
+    from anylaunch.runner.session import cancel_app as cancel_by_rule
 
     with job.runner() as runner:
         log.warning("cancelling %s unless it ended", app_handle)
-        status = cancel_and_wait(runner, app_handle, wait_timeout_s)
+        status = cancel_by_rule(app_handle, wait_timeout_s, runner=runner)
         if status is not None and not status.is_terminal():
             log.warning("%s did not stop within %gs", app_handle, wait_timeout_s)
     if status is not None:
@@ -103,7 +102,7 @@ def stop_app(
             run = job.attach(app_handle)
             _prefect.create_artifact(
                 "table",
-                table=replica_rows(status, run.redact),
+                table=_prefect.replica_rows(status, run.redact),
                 key=_prefect.artifact_key(run.app_name, "replicas"),
                 description=f"replicas of {app_handle}: {status.state.name}",
             )
