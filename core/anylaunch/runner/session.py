@@ -57,7 +57,12 @@ from anylaunch.runner.driver import cancel_and_wait
 from anylaunch.runner.failures import FailureCategory, decision_category
 from anylaunch.runner.lines import TAIL_LINES, LineBuffer
 from anylaunch.runner.outcome import failure_summary
-from anylaunch.runner.wake import await_on_feed, change_feed_of, wait_on_feed
+from anylaunch.runner.wake import (
+    AsyncChangeWaiter,
+    await_on_feed,
+    change_feed_of,
+    wait_on_feed,
+)
 from anylaunch.runner.watch import (
     DEFAULT_MAX_POLL_ERRORS,
     Decision,
@@ -187,9 +192,16 @@ class AppSession:
             Airflow trigger's shared poller) passes None and sets :attr:`runner` then
         app_handle: the app
         sink: where state changes, warnings and the app's lines go (None: nowhere)
-        poll_interval, startup_timeout, run_timeout, startup_deadline, run_deadline,
-            already_started, max_poll_errors, cancel_on_timeout, option_names: the
-            :class:`~anylaunch.runner.watch.WatchPolicy`'s
+        poll_interval: the longest delay between polls (the limits below are those of
+            :class:`~anylaunch.runner.watch.WatchPolicy`, under the same names)
+        startup_timeout: seconds the app may take to start (None: no limit)
+        run_timeout: seconds the app may run once started (None: no limit)
+        startup_deadline: an absolute startup deadline (epoch seconds)
+        run_deadline: an absolute run deadline (epoch seconds)
+        already_started: the app is known to have started already
+        max_poll_errors: consecutive failed status calls after which the watch is lost
+        cancel_on_timeout: cancel the app when a deadline passes
+        option_names: how the caller names the startup and run timeouts (in messages)
         cancel_on_failure: cancel the app when the watch is lost (default:
             ``cancel_on_timeout``)
         interval_name: how the caller names ``poll_interval``, for its error
@@ -477,8 +489,13 @@ class AppSession:
             self._feed, self._app_id, decision.wait(feed=self._feed is not None), tick=self.emit
         )
 
-    async def apause(self, decision: Poll) -> None:
-        """Async :meth:`pause`."""
+    async def apause(self, decision: Poll, waiter: AsyncChangeWaiter | None = None) -> None:
+        """Async :meth:`pause`; with a ``waiter`` (one thread watching the feed for many
+        sessions of an event loop), woken through it."""
+        if waiter is not None:
+            self.emit()
+            await waiter.wait(self._app_id, decision.wait(feed=True))
+            return
         await await_on_feed(
             self._feed, self._app_id, decision.wait(feed=self._feed is not None), tick=self.emit
         )

@@ -111,14 +111,6 @@ class _StatusPoller:
         self._wake()
         return cast("AppStatus | None", await future)
 
-    async def pause(self, app_id: str, decision: Poll) -> bool:
-        """Waits until the next poll the policy decided on, or less if the scheduler's feed
-        says ``app_id`` changed (True then); with a feed, that is the policy's resync."""
-        if self.waiter is None:
-            await asyncio.sleep(decision.after)
-            return False
-        return await self.waiter.wait(app_id, decision.wait(feed=True))
-
     async def call(self, fn: Callable[[], T]) -> T:
         """Runs ``fn`` in the poller's thread with the next batch."""
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
@@ -412,7 +404,7 @@ class AnylaunchAppTrigger(BaseTrigger):
     async def run(self) -> AsyncIterator[TriggerEvent]:
         """Drives the core session step by step until the policy decides, then yields the
         one event."""
-        backend, session_name, app_id = parse_app_handle(self.app_handle)
+        backend, session_name, _ = parse_app_handle(self.app_handle)
         # where an earlier instance of this trigger (before a triggerer restart) got to
         cursor = LogCursor(self.task_instance, self.app_handle)
         if self.stream_logs:
@@ -441,10 +433,8 @@ class AnylaunchAppTrigger(BaseTrigger):
             session.emit()
             if not isinstance(decision, Poll):
                 break
-            if poller is None:
-                await asyncio.sleep(decision.after)
-            else:  # woken early when the scheduler's feed says the app changed
-                await poller.pause(app_id, decision)
+            # woken early when the scheduler's feed says the app changed
+            await session.apause(decision, poller.waiter if poller is not None else None)
         ended = await asyncio.to_thread(session.act_on, decision, own_runner=True)
         session.emit()
         outcome = session.outcome(decision, ended)
