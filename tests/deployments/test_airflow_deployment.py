@@ -200,7 +200,7 @@ def test_clearing_a_running_task_cancels_its_app_and_reruns_with_a_fresh_one(
     assert _app_state(airflow, first) == "CANCELLED"
 
     ti = _wait_task(airflow, dag_id, run_id)
-    assert ti["state"] == "success"
+    assert (ti["state"], ti["try_number"]) == ("success", 2)  # the cleared try, no retry spent
     assert _app_state(airflow, second) == "SUCCEEDED"
     assert [a for a in app_ids(airflow.state_dir, "ticker") if a not in before] == sorted(
         [first, second]
