@@ -200,11 +200,55 @@ def test_clearing_a_running_task_cancels_its_app_and_reruns_with_a_fresh_one(
     assert _app_state(airflow, first) == "CANCELLED"
 
     ti = _wait_task(airflow, dag_id, run_id)
-    assert ti["state"] == "success"
+    assert (ti["state"], ti["try_number"]) == ("success", 2)  # the cleared try, no retry spent
     assert _app_state(airflow, second) == "SUCCEEDED"
     assert [a for a in app_ids(airflow.state_dir, "ticker") if a not in before] == sorted(
         [first, second]
     )
+    _no_app_left(airflow)
+
+
+def test_clearing_a_deferred_task_reruns_it_with_a_fresh_app_before_its_trigger_is_cancelled(
+    airflow: AirflowDeployment,
+) -> None:
+    """Issue 27 (part 7), the race made certain: the triggerer is paused (SIGSTOP) across the
+    clear, so the cleared try looks at the app before the old trigger's ``on_kill`` cancels
+    it (as a busy triggerer does). That try itself must launch a fresh app and succeed,
+    without spending a retry; the old app ends CANCELLED."""
+    before = app_ids(airflow.state_dir, "ticker")
+    run_id = airflow.trigger(DEFERRED, {"duration": 12})
+    first = _wait_running_app(airflow, DEFERRED, run_id, before)
+    wait_until(
+        lambda: airflow.task_instance(DEFERRED, run_id)["state"] == "deferred",
+        120,
+        "the task to defer",
+    )
+    triggerer = airflow.daemons["triggerer"]
+    os.killpg(triggerer.pid, signal.SIGSTOP)
+    try:
+        _clear(airflow, DEFERRED, run_id)
+        # the cleared try decides (and defers) while the old trigger still watches the app
+        wait_until(
+            lambda: (
+                (ti := airflow.task_instance(DEFERRED, run_id))["try_number"] == 2
+                and ti["state"] in ("deferred", *TERMINAL)
+            ),
+            180,
+            "the cleared try to defer",
+            interval=1,
+        )
+    finally:
+        os.killpg(triggerer.pid, signal.SIGCONT)
+
+    ti = _wait_task(airflow, DEFERRED, run_id)
+    assert (ti["state"], ti["try_number"]) == ("success", 2)  # the cleared try itself
+    first_handle, second_handle = _launched(airflow, DEFERRED, run_id, 2)
+    assert first_handle.endswith(f"/{first}") and second_handle != first_handle
+    assert "launched before this task instance was cleared" in airflow.task_log(DEFERRED, run_id, 2)
+    (second,) = (a for a in app_ids(airflow.state_dir, "ticker") if a not in (*before, first))
+    assert second_handle.endswith(f"/{second}")
+    assert _app_state(airflow, first) == "CANCELLED"
+    assert _app_state(airflow, second) == "SUCCEEDED"
     _no_app_left(airflow)
 
 

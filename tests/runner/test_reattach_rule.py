@@ -70,3 +70,17 @@ def test_an_app_that_does_not_stop_in_time_is_neither_adopted_nor_doubled(runner
     runner.cancel(handle)
     with pytest.raises(AppBeingCancelledError, match="being cancelled"):
         status_for_reattach(runner, handle, timeout_s=1)
+
+
+def test_an_app_whose_try_the_user_ended_is_cancelled_and_not_adopted(runner: Runner) -> None:
+    """No cancel was requested yet (the earlier try's own cleanup may come later): the engine's
+    word that the user ended that try decides, and the cancel is recorded on the app."""
+    handle = _running(runner, 1)
+    assert not runner.cancel_requested(handle)
+
+    status = status_for_reattach(runner, handle, timeout_s=120, ended_by_user=True)
+    assert status is not None and status.state == specs.AppState.CANCELLED
+    assert runner.cancel_requested(handle)
+    # an app that already ended is only reported: there is nothing to cancel
+    status = status_for_reattach(runner, handle, timeout_s=1, ended_by_user=True)
+    assert status is not None and status.state == specs.AppState.CANCELLED

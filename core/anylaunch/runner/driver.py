@@ -136,6 +136,7 @@ def status_for_reattach(
     app_handle: str,
     timeout_s: float = 300.0,
     *,
+    ended_by_user: bool = False,
     sleep: Callable[[float], None] | None = None,
     clock: Callable[[], float] = time.time,
 ) -> AppStatus | None:
@@ -144,11 +145,25 @@ def status_for_reattach(
     never adopted, even while it still runs: this waits up to ``timeout_s`` for its end and
     returns that terminal status, so the retry launches a fresh app.
 
+    ``ended_by_user`` is the engine's word that the try owning the app did not crash but was
+    ended by its user (Airflow: the task instance was cleared, or marked failed then cleared,
+    since the app was launched). That app is never adopted either: if it still runs, it is
+    cancelled here (the same durable cancel request a kill makes) and waited for the same way,
+    so the caller launches a fresh app. A cancel the earlier try's own cleanup sends later
+    (e.g. a trigger's ``on_kill`` that comes after this try looked) then hits only the old app.
+    A cancel request alone cannot decide this: it may come after the retry looked. The caller
+    reuses nothing of such an app, not even a success (a rerun the user asked for runs again).
+
     Raises:
         AppBeingCancelledError: the app is still stopping after ``timeout_s``
+        Exception: what the cancel call raised (``ended_by_user`` only)
     """
     status = runner.status(app_handle)
-    if status is None or status.is_terminal() or not runner.cancel_requested(app_handle):
+    if status is None or status.is_terminal():
+        return status
+    if ended_by_user:
+        runner.cancel(app_handle)  # recorded on the app: every other process sees it too
+    elif not runner.cancel_requested(app_handle):
         return status
     ended, _ = _wait_for_end(runner, app_handle, timeout_s, sleep, clock)
     if ended is not None:

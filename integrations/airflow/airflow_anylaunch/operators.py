@@ -426,6 +426,7 @@ class AnylaunchOperator(ResumableJobMixin, BaseOperator):
 
     def submit_job(self, context: Context) -> str:
         """Dry-runs (logging the native request) and schedules the app; returns its handle."""
+        from airflow_anylaunch._cleared import record_launch
         from anylaunch.runner.reap import owner_id
 
         assert self._runner is not None
@@ -443,6 +444,7 @@ class AnylaunchOperator(ResumableJobMixin, BaseOperator):
         handle = self._runner.schedule(info)
         self._launched = True
         self.log.info("launched anylaunch app %s", handle)
+        record_launch(context, handle, self.log)  # a try after a clear then knows it is older
         return handle
 
     def find_labelled_job(self, context: Context) -> str | None:
@@ -472,14 +474,26 @@ class AnylaunchOperator(ResumableJobMixin, BaseOperator):
 
     def get_job_status(self, external_id: Any, context: Context) -> str:
         """The state a retry decides on (the core reattach rule: an app being cancelled is
-        waited for and never adopted, so the retry launches a fresh one)."""
+        waited for and never adopted, nor is one launched before this task instance was
+        cleared, which is cancelled: the retry then launches a fresh app)."""
+        from airflow_anylaunch._cleared import ended_by_user
         from anylaunch.runner.driver import AppBeingCancelledError, status_for_reattach
 
         assert self._runner is not None
+        handle = str(external_id)
+        cleared = ended_by_user(context, handle)
+        if cleared:  # neither adopted nor reused, even if it succeeded: a rerun runs again
+            self.log.warning(
+                "anylaunch app %s was launched before this task instance was cleared: not "
+                "adopting it (cancelled if it still runs)",
+                handle,
+            )
         try:
-            status = status_for_reattach(self._runner, str(external_id))
+            status = status_for_reattach(self._runner, handle, ended_by_user=cleared)
         except AppBeingCancelledError as e:
-            raise AnylaunchAppError(str(e), str(external_id)) from None
+            raise AnylaunchAppError(str(e), handle) from None
+        if cleared:
+            return "CLEARED"  # neither active nor succeeded: a fresh app is launched
         return "MISSING" if status is None else status.state.name
 
     def is_job_active(self, status: str) -> bool:

@@ -99,6 +99,29 @@ def test_a_retry_never_adopts_an_app_whose_cancel_is_in_flight(
     assert (first.state.name, second.state.name) == ("CANCELLED", "SUCCEEDED")
 
 
+def test_a_try_after_a_clear_cancels_the_app_it_finds_and_launches_a_fresh_one(
+    airflow: Any,
+    apps: Callable[[], List[Any]],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capfd: pytest.CaptureFixture[str],
+    afc: Any,
+) -> None:
+    """The app still runs and no cancel was requested (the old trigger's on_kill may come
+    later): the task instance's generation in task_state_store says it predates a clear."""
+    if afc.version < (3, 3):
+        pytest.skip("the launch is recorded in task_state_store (Airflow >= 3.3)")
+    monkeypatch.setenv("AL_TEST_MARKER", str(tmp_path / "marker"))
+    dagrun = airflow.run(airflow.test_dag("retry_dags.py", "al_retry_after_a_clear"))
+    out = capfd.readouterr().out
+    tis = airflow.tis(dagrun)
+    assert (str(tis["job"].state), tis["job"].try_number) == ("success", 2)
+    assert "launched before this task instance was cleared" in out
+    assert "Reconnecting to existing job" not in out
+    first, second = apps()
+    assert (first.state.name, second.state.name) == ("CANCELLED", "SUCCEEDED")
+
+
 def test_durable_false_never_reattaches(
     airflow: Any, apps: Callable[[], List[Any]], capfd: pytest.CaptureFixture[str]
 ) -> None:

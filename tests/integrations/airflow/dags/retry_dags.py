@@ -165,3 +165,40 @@ with DAG("al_retry_not_durable", schedule=None, start_date=START, catchup=False)
         retries=1,
         retry_delay=NO_DELAY,
     )
+
+
+class ClearedAfterFirstTry(AnylaunchOperator):
+    """Its first try dies while its app runs; its next try sees the task instance as a clear
+    leaves it (Airflow grants fresh retries: ``max_tries`` grows), as the try that follows a
+    clear of a deferred task does while the old trigger has not cancelled the app yet."""
+
+    def execute(self, context: Any) -> Any:
+        if context["ti"].try_number > 1:
+            context["ti"].max_tries += 1
+        return super().execute(context)
+
+    def poll_until_complete(self, external_id: Any, context: Any) -> None:
+        if context["ti"].try_number == 1:
+            raise RuntimeError(f"simulated end of the first try while {external_id} runs")
+        super().poll_until_complete(external_id, context)
+
+
+# runs for two minutes the first time (until cancelled), ends at once the next
+LONG_ONCE = """
+import os, time
+marker = os.environ["AL_TEST_MARKER"]
+if not os.path.exists(marker):
+    open(marker, "w").close()
+    time.sleep(120)
+print("fresh launch works", flush=True)
+"""
+
+with DAG("al_retry_after_a_clear", schedule=None, start_date=START, catchup=False):
+    ClearedAfterFirstTry(
+        task_id="job",
+        app=app("long-once", LONG_ONCE),
+        scheduler="local_cwd",
+        poll_interval=0.5,
+        retries=1,
+        retry_delay=NO_DELAY,
+    )
