@@ -238,7 +238,7 @@ def test_startup_timeout_cancels_a_job_held_pending(
     # cancelled before the step ended
     assert data.metadata["final_state"].value == "CANCELLED"
     assert slurm_state(slurm_session, handle) == AppState.CANCELLED
-    assert f"app {handle} is PENDING" in user_logs(instance, result.run_id)
+    assert f"anylaunch app {handle} is PENDING" in user_logs(instance, result.run_id)
 
 
 def test_run_timeout_counts_from_the_start_and_cancels(
@@ -265,7 +265,8 @@ def test_run_timeout_counts_from_the_start_and_cancels(
     assert data.metadata["final_state"].value == "CANCELLED"
     assert slurm_state(slurm_session, handle) == AppState.CANCELLED
     logs = user_logs(instance, result.run_id)
-    pending, running = f"app {handle} is PENDING", f"app {handle} is RUNNING"
+    pending = f"anylaunch app {handle} is PENDING"
+    running = f"anylaunch app {handle} is RUNNING"
     assert pending in logs and running in logs, logs
     assert logs.index(pending) < logs.index(running)
     assert "main/0 running" in logs  # its line was streamed while it ran

@@ -112,6 +112,6 @@ def test_the_run_timeout_counts_from_the_start_not_from_the_queue(pf, slurm_clus
     logs = pf.run_logs(state.state_details.flow_run_id)
     handle = result["app_handle"]
     # the watch saw it queued first (one record per state change), then running
-    changes = [m for m in logs if m.startswith(f"app {handle} is ")]
-    assert changes[0] == f"app {handle} is PENDING", changes
-    assert f"app {handle} is SUCCEEDED" in changes, changes
+    changes = [m for m in logs if m.startswith(f"anylaunch app {handle} is ")]
+    assert changes[0] == f"anylaunch app {handle} is PENDING", changes
+    assert f"anylaunch app {handle} is SUCCEEDED" in changes, changes
