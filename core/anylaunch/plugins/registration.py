@@ -14,9 +14,9 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from anylaunch.plugins.fractions import WHOLE, Fractionals
-from anylaunch.plugins.tags import resource_tags
 from anylaunch.plugins.types import PluginType
 from anylaunch.specs.errors import InvalidSpecError
+from anylaunch.specs.tags import resource_tags
 
 if TYPE_CHECKING:
     from anylaunch.specs.api import Resource
