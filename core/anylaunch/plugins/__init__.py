@@ -22,7 +22,9 @@ with :class:`register`; installing the package is all it takes::
 
 A TorchX plugin package is ported by renaming ``torchx`` to ``anylaunch`` in its imports and
 ``torchx_plugins`` to ``anylaunch_plugins``. The groups are ``schedulers``,
-``named_resources``, ``components``, ``tracker`` and ``event_handlers``.
+``named_resources``, ``components``, ``tracker`` and ``event_handlers``, plus
+``owner_checkers`` (each engine's checker for ``anylaunch reap``; anylaunch's own, declared as
+entry points, count as built-ins).
 
 Plugins add to the built-ins: a plugin scheduler, resource or component joins the built-in
 ones. A plugin whose name equals a built-in's replaces it, and a warning is logged saying
