@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import copy
 import re
-import string
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from enum import Enum
@@ -509,7 +508,9 @@ class macros:
 
         def substitute(self, arg: str) -> str:
             """Substitutes macro placeholders in ``arg`` (unknown ``${x}`` are left alone)."""
-            return string.Template(arg).safe_substitute(**self.to_dict())
+            from string import Template  # only at launch: importing specs need not pay for it
+
+            return Template(arg).safe_substitute(**self.to_dict())
 
         def to_dict(self) -> dict[str, Any]:
             """Returns the macro values as a plain dict."""
