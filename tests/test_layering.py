@@ -232,24 +232,13 @@ def private_uses(module: Module) -> list[str]:
                     aliases[alias.asname or alias.name] = f"{node.module}.{alias.name}"
     for node in nodes_of(module):
         if isinstance(node, ast.Attribute) and _is_private(node.attr):
-            dotted = _dotted(node.value)
-            if dotted is None:
-                continue
-            head, _, rest = dotted.partition(".")
+            # `mod._x`, `pkg.mod._x`: the text before ._x starts with an imported name
+            head, _, rest = ast.unparse(node.value).partition(".")
             if head in aliases:
                 target = ".".join(filter(None, [aliases[head], rest]))
                 if _is_module(target):
                     check(node.lineno, target, f"{target}.{node.attr}")
     return sorted(found)
-
-
-def _dotted(node: ast.expr) -> str | None:
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        inner = _dotted(node.value)
-        return f"{inner}.{node.attr}" if inner else None
-    return None
 
 
 @functools.cache
