@@ -3,6 +3,8 @@
 Built by the test command with warnings as errors (``tests/test_docs.py``).
 """
 
+import logging
+import os
 import sys
 from pathlib import Path
 
@@ -56,12 +58,32 @@ def _markdown_fences_to_rst(app, what, name, obj, options, lines):  # type: igno
     lines[:] = out
 
 
+def _quiet_engine_homes(root: Path) -> None:
+    """Autodoc imports the engines, and importing one writes its home (Airflow its config and
+    logs under ``~/airflow``, Prefect ``~/.prefect``) and logs at INFO: keep both inside the
+    build directory, and quiet."""
+    for variable, name in (
+        ("AIRFLOW_HOME", "airflow"),
+        ("PREFECT_HOME", "prefect"),
+        ("DAGSTER_HOME", "dagster"),
+    ):
+        home = root / name
+        home.mkdir(parents=True, exist_ok=True)
+        os.environ[variable] = str(home)
+    os.environ["AIRFLOW__CORE__LOAD_EXAMPLES"] = "False"
+    os.environ["AIRFLOW__LOGGING__LOGGING_LEVEL"] = "WARNING"
+    os.environ["PREFECT_LOGGING_LEVEL"] = "WARNING"
+    for logger in ("airflow", "prefect", "dagster"):
+        logging.getLogger(logger).setLevel(logging.WARNING)
+
+
 def setup(app):  # type: ignore[no-untyped-def]
     app.connect("autodoc-process-docstring", _markdown_fences_to_rst)
+    _quiet_engine_homes(Path(app.doctreedir) / "engine-homes")
+    # Dagster builds its pydantic config models at import; importing it while autodoc is
+    # importing another module fails inside pydantic (a Sphinx/pydantic interaction, not ours),
+    # so load it here, before autodoc runs (and once its home is set).
+    import dagster  # noqa: F401
 
 
 html_title = "anylaunch"
-
-# Dagster builds its pydantic config models at import; importing it while autodoc is importing
-# another module fails inside pydantic (a Sphinx/pydantic interaction, not ours), so load it here.
-import dagster  # noqa: E402,F401

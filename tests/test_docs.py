@@ -42,14 +42,24 @@ def _anylaunch_argv(line: str) -> list[str] | None:
 
 def test_docs_build_without_warnings(tmp_path: Path) -> None:
     build = [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-q", "-b", "html"]
+    # a fresh HOME, and no engine home of the caller's: the build must write nothing outside
+    # its build directory (autodoc imports Airflow, Prefect and Dagster, which write homes)
+    home = tmp_path / "home"
+    home.mkdir()
+    engine_vars = ("AIRFLOW_HOME", "PREFECT_HOME", "DAGSTER_HOME")
+    env = {k: v for k, v in os.environ.items() if k not in engine_vars and not k.startswith("XDG_")}
     result = subprocess.run(
         [*build, str(DOCS), str(tmp_path / "html")],
         capture_output=True,
         text=True,
         cwd=ROOT,
+        env={**env, "HOME": str(home)},
     )
-    assert result.returncode == 0, result.stdout + result.stderr
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output
     assert (tmp_path / "html" / "torchx" / "index.html").is_file()
+    assert sorted(p.relative_to(home) for p in home.rglob("*")) == [], "the build wrote in HOME"
+    assert not re.search(r"\b(DEBUG|INFO)\b", output), f"an engine logged into the build:\n{output}"
     # every scheduler has a page whose run options table (generated at build time by
     # docs/_ext/anylaunch_runopts.py) lists each of its options
     from anylaunch.schedulers import get_scheduler_factories

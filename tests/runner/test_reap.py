@@ -4,7 +4,10 @@ Airflow, Prefect and Dagster in their suites)."""
 
 from __future__ import annotations
 
+import json
+import subprocess
 import sys
+import textwrap
 import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -14,7 +17,7 @@ import pytest
 
 import anylaunch.specs as specs
 from anylaunch.runner import Runner, get_runner
-from anylaunch.runner.reap import OwnerState, owner_id, reap
+from anylaunch.runner.reap import OwnerState, owner_checker, owner_id, reap
 from anylaunch.specs.errors import InvalidSpecError
 
 SLEEPER = specs.AppDef(
@@ -145,3 +148,62 @@ def test_reapers_running_at_once_cancel_each_orphan_without_error(runner: Runner
 def test_owner_ids_name_a_known_engine() -> None:
     with pytest.raises(InvalidSpecError, match="engine"):
         owner_id("luigi", "x")
+
+
+# --- each engine's checker comes from its integration, through the plugin registry ----------
+
+
+def _python(code: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=120
+    )
+
+
+def test_an_engines_checker_is_found_through_the_registry_and_only_that_engine_is_imported() -> (
+    None
+):
+    proc = _python(
+        """
+        import json, sys
+        from anylaunch.plugins import PluginType, find
+        from anylaunch.runner.reap import owner_checker
+        engines = sorted(find(PluginType.OWNER_CHECKER))
+        before = [m for m in ("prefect", "dagster", "airflow") if m in sys.modules]
+        checker = owner_checker("prefect")
+        after = [m for m in ("prefect", "dagster", "airflow") if m in sys.modules]
+        print(json.dumps([engines, before, after, checker.engine]))
+        """
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout) == [
+        ["airflow", "dagster", "prefect"],
+        [],
+        ["prefect"],
+        "prefect",
+    ]
+
+
+@pytest.mark.parametrize("engine", ["airflow", "prefect", "dagster"])
+def test_a_missing_engine_names_the_extra_to_install(engine: str) -> None:
+    proc = _python(
+        f"""
+        import sys
+        sys.modules[{engine!r}] = None  # as if the engine were not installed
+        from anylaunch.runner.reap import MissingEngineError, owner_checker
+        try:
+            owner_checker({engine!r}, airflow_url="http://localhost:1")
+        except MissingEngineError as e:
+            assert isinstance(e, ImportError)
+            print(e)
+        """
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert f"the {engine} owner checker needs the Python package '{engine}'" in proc.stdout
+    assert f"pip install 'anylaunch[{engine}]'" in proc.stdout
+
+
+def test_an_unknown_engine_is_rejected_with_the_known_ones() -> None:
+    with pytest.raises(
+        InvalidSpecError, match=r"Did you mean 'prefect'.*airflow, dagster, prefect"
+    ):
+        owner_checker("prefekt")

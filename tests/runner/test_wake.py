@@ -4,9 +4,14 @@ stays bounded and nothing keeps running (or spinning) once nobody waits."""
 import asyncio
 import threading
 import time
+from pathlib import Path
 
-from anylaunch.runner.wake import AsyncChangeWaiter
-from anylaunch.schedulers.changes import ManualChangeFeed
+import pytest
+
+from anylaunch.runner import get_runner
+from anylaunch.runner.wake import AsyncChangeWaiter, scheduler_change_feed
+from anylaunch.schedulers.changes import ChangeFeed, ManualChangeFeed
+from anylaunch.specs.errors import UnknownSchedulerException
 
 
 def thread_cpu_seconds(thread: threading.Thread) -> float:
@@ -121,3 +126,14 @@ def test_the_async_waiter_is_woken_by_local_cwd_state_file_changes(tmp_path) -> 
         feed.close()
     assert first and woken
     assert after < 30.0  # woken by the change, not by the 60 s timeout
+
+
+def test_the_runner_hands_out_a_schedulers_change_feed(tmp_path: Path) -> None:
+    with get_runner(state_dir=str(tmp_path)) as runner:
+        feed = runner.change_feed("local_cwd")
+        assert isinstance(feed, ChangeFeed)
+        assert runner.change_feed("local_cwd") is feed  # one scheduler, one feed
+        assert scheduler_change_feed(runner, "local_cwd") is feed
+        with pytest.raises(UnknownSchedulerException):
+            runner.change_feed("local_cwdd")
+        assert scheduler_change_feed(runner, "local_cwdd") is None  # the driver just polls

@@ -8,7 +8,7 @@ from anylaunch.cli.cmd_base import SubCommand, eprint
 from anylaunch.cli.output import print_json
 from anylaunch.cli.tables import format_table
 
-__all__ = ["CmdList", "format_table"]
+__all__ = ["CmdList"]
 
 
 class CmdList(SubCommand):

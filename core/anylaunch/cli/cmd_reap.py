@@ -17,38 +17,9 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import os
-from typing import Any
 
 from anylaunch.cli.cmd_base import SubCommand
-from anylaunch.specs.errors import InvalidSpecError
-
-ENGINES = ("airflow", "prefect", "dagster")
-
-
-def _checker(args: argparse.Namespace) -> Any:
-    """The owner checker of ``--engine`` (its integration is imported only now)."""
-    if args.engine == "prefect":
-        from prefect_anylaunch.reap import PrefectOwnerChecker
-
-        return PrefectOwnerChecker()
-    if args.engine == "dagster":
-        import dagster as dg
-
-        from dagster_anylaunch.reap import DagsterOwnerChecker
-
-        return DagsterOwnerChecker(dg.DagsterInstance.get())
-    token = os.environ.get("ANYLAUNCH_AIRFLOW_TOKEN", "")
-    if not args.airflow_url or not token:
-        raise InvalidSpecError(
-            "--airflow-url/$ANYLAUNCH_AIRFLOW_TOKEN",
-            args.airflow_url,
-            "the airflow engine is asked through an api-server's REST API",
-            "pass --airflow-url http://host:8080 and export ANYLAUNCH_AIRFLOW_TOKEN=<a JWT>",
-        )
-    from airflow_anylaunch.reap import AirflowRestChecker
-
-    return AirflowRestChecker(args.airflow_url, token)
+from anylaunch.runner.reap import ENGINES
 
 
 class CmdReap(SubCommand):
@@ -69,11 +40,12 @@ class CmdReap(SubCommand):
 
     def run(self, args: argparse.Namespace) -> int:
         from anylaunch.runner import get_runner
-        from anylaunch.runner.reap import reap
+        from anylaunch.runner.reap import owner_checker, reap
 
         root = logging.getLogger()
         handlers, level = list(root.handlers), root.level
-        checker = _checker(args)
+        # the engine's integration is imported only now, through its owner-checker plugin
+        checker = owner_checker(args.engine, airflow_url=args.airflow_url)
         # importing an engine may replace the root handlers (Airflow logs to stdout), and
         # stdout is for the report
         root.handlers[:] = handlers

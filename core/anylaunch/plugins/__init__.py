@@ -22,7 +22,9 @@ with :class:`register`; installing the package is all it takes::
 
 A TorchX plugin package is ported by renaming ``torchx`` to ``anylaunch`` in its imports and
 ``torchx_plugins`` to ``anylaunch_plugins``. The groups are ``schedulers``,
-``named_resources``, ``components``, ``tracker`` and ``event_handlers``.
+``named_resources``, ``components``, ``tracker`` and ``event_handlers``, plus
+``owner_checkers`` (each engine's checker for ``anylaunch reap``; anylaunch's own, declared as
+entry points, count as built-ins).
 
 Plugins add to the built-ins: a plugin scheduler, resource or component joins the built-in
 ones. A plugin whose name equals a built-in's replaces it, and a warning is logged saying
@@ -50,8 +52,6 @@ from __future__ import annotations
 
 import importlib
 
-from anylaunch.plugins.tags import resource_tags
-
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
@@ -70,25 +70,28 @@ if TYPE_CHECKING:
     from anylaunch.plugins.plugin_registry import PluginRegistry, find, registry
     from anylaunch.plugins.registration import register
     from anylaunch.plugins.types import PluginSource, PluginType
+    from anylaunch.specs.tags import resource_tags
 
+# name -> the module defining it (the tag keys are plain data of anylaunch.specs)
 _LAZY = {
-    "EntryPointPlugin": "discovery",
-    "RegistrationError": "discovery",
-    "InvalidPluginsSourceError": "errors",
-    "PluginLoadError": "errors",
-    "EIGHTH": "fractions",
-    "HALF": "fractions",
-    "QUARTER": "fractions",
-    "SIXTEENTH": "fractions",
-    "WHOLE": "fractions",
-    "halve_mem_down_to": "fractions",
-    "powers_of_two_gpus": "fractions",
-    "register": "registration",
-    "PluginRegistry": "plugin_registry",
-    "find": "plugin_registry",
-    "registry": "plugin_registry",
-    "PluginSource": "types",
-    "PluginType": "types",
+    "EntryPointPlugin": "anylaunch.plugins.discovery",
+    "RegistrationError": "anylaunch.plugins.discovery",
+    "InvalidPluginsSourceError": "anylaunch.plugins.errors",
+    "PluginLoadError": "anylaunch.plugins.errors",
+    "EIGHTH": "anylaunch.plugins.fractions",
+    "HALF": "anylaunch.plugins.fractions",
+    "QUARTER": "anylaunch.plugins.fractions",
+    "SIXTEENTH": "anylaunch.plugins.fractions",
+    "WHOLE": "anylaunch.plugins.fractions",
+    "halve_mem_down_to": "anylaunch.plugins.fractions",
+    "powers_of_two_gpus": "anylaunch.plugins.fractions",
+    "register": "anylaunch.plugins.registration",
+    "PluginRegistry": "anylaunch.plugins.plugin_registry",
+    "find": "anylaunch.plugins.plugin_registry",
+    "registry": "anylaunch.plugins.plugin_registry",
+    "PluginSource": "anylaunch.plugins.types",
+    "PluginType": "anylaunch.plugins.types",
+    "resource_tags": "anylaunch.specs.tags",
 }
 
 __all__ = [
@@ -117,7 +120,7 @@ def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'anylaunch.plugins' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"anylaunch.plugins.{module}"), name)
+    value = getattr(importlib.import_module(module), name)
     globals()[name] = value
     return value
 

@@ -56,6 +56,12 @@ class EntryPointPlugin:
         self.entry_point = entry_point
         self.__module__ = entry_point.module
 
+    @property
+    def builtin(self) -> bool:
+        """Whether anylaunch's own distribution declares it (a built-in, not a plugin)."""
+        dist = getattr(self.entry_point, "dist", None)
+        return dist is not None and dist.name == "anylaunch"
+
     def load(self) -> Any:
         """Imports and returns the entry point's object.
 

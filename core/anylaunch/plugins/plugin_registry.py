@@ -40,7 +40,8 @@ class PluginRegistry:
     Each kind's namespace modules are scanned on its first :meth:`get` and cached. Where both channels
     register the same name, the entry point wins (as in TorchX) and the clash is logged and
     recorded in :attr:`errors`. Discovery never raises for a broken plugin: it logs a warning,
-    records a :class:`RegistrationError` and goes on.
+    records a :class:`RegistrationError` and goes on. The entry points of anylaunch's own
+    distribution (its engines' owner checkers) are built-ins: read whatever the channels.
 
     >>> reg = PluginRegistry(plugin_sources=PluginSource.NONE)
     >>> reg.get(PluginType.SCHEDULER)
@@ -51,6 +52,13 @@ class PluginRegistry:
     component: []
     tracker: []
     event_handler: []
+    owner_checker:
+      - name: "airflow"
+        module: "airflow_anylaunch.reap"
+      - name: "dagster"
+        module: "dagster_anylaunch.reap"
+      - name: "prefect"
+        module: "prefect_anylaunch.reap"
     errors: []
 
     Args:
@@ -84,11 +92,12 @@ class PluginRegistry:
                     found = scan_namespace(plugin_type, self._errors)
                 self._cache[plugin_type] = found
             plugins = dict(self._cache[plugin_type])
-            if self.entry_points_enabled:
-                from_eps = scan_entry_points(plugin_type)
-                for name in sorted(from_eps.keys() & plugins.keys()):
-                    self._shadowed(plugin_type, name, plugins[name].__module__)
-                plugins.update(from_eps)
+            from_eps = scan_entry_points(plugin_type)
+            if not self.entry_points_enabled:
+                from_eps = {name: ep for name, ep in from_eps.items() if ep.builtin}
+            for name in sorted(from_eps.keys() & plugins.keys()):
+                self._shadowed(plugin_type, name, plugins[name].__module__)
+            plugins.update(from_eps)
             return plugins
 
     def _shadowed(self, plugin_type: PluginType, name: str, module: str) -> None:

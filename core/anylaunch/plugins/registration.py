@@ -14,9 +14,9 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from anylaunch.plugins.fractions import WHOLE, Fractionals
-from anylaunch.plugins.tags import resource_tags
 from anylaunch.plugins.types import PluginType
 from anylaunch.specs.errors import InvalidSpecError
+from anylaunch.specs.tags import resource_tags
 
 if TYPE_CHECKING:
     from anylaunch.specs.api import Resource
@@ -72,7 +72,7 @@ class register:
     """Decorator that marks a function as an anylaunch plugin of a given type.
 
     Put the module in the ``anylaunch_plugins.<group>`` namespace package (``schedulers``,
-    ``named_resources``, ``components``, ``tracker``, ``event_handlers``) of an installed
+    ``named_resources``, ``components``, ``tracker``, ``event_handlers``, ``owner_checkers``) of an installed
     distribution; :func:`anylaunch.plugins.registry` finds it. The plugin's name is ``name``
     or, by default, the function's name (components: ``<module>.<function>``, like the
     built-ins).
@@ -124,6 +124,12 @@ class register:
     def event_handler(cls, name: str | None = None) -> register:
         """Registers an event :class:`logging.Handler` factory."""
         return cls(PluginType.EVENT_HANDLER, name=name)
+
+    @classmethod
+    def owner_checker(cls, name: str | None = None) -> register:
+        """Registers the owner-checker factory ``(**options) -> OwnerChecker`` of the engine
+        ``name`` (see :mod:`anylaunch.runner.reap`)."""
+        return cls(PluginType.OWNER_CHECKER, name=name)
 
     @classmethod
     def component(cls, name: str | None = None) -> register:

@@ -24,6 +24,9 @@ class PluginType(str, enum.Enum):
     COMPONENT = "anylaunch.components"
     TRACKER = "anylaunch.tracker"
     EVENT_HANDLER = "anylaunch.event_handlers"
+    #: ``(**options) -> OwnerChecker`` for one engine, named after it (see
+    #: :mod:`anylaunch.runner.reap`); the engine integrations register theirs as entry points.
+    OWNER_CHECKER = "anylaunch.owner_checkers"
 
     @property
     def namespace(self) -> str:

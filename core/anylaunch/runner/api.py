@@ -28,6 +28,7 @@ from anylaunch.schedulers.api import (
     SchedulerFactory,
     Stream,
 )
+from anylaunch.schedulers.changes import ChangeFeed
 from anylaunch.specs.api import (
     NONE,
     AppDef,
@@ -685,6 +686,20 @@ class Runner:
             if listed.app_handle == "<NOT_SET>":
                 listed.app_handle = make_app_handle(scheduler, self._name, listed.app_id)
         return apps
+
+    # --- change feeds (for the drivers' waits, anylaunch.runner.wake) ------------------------
+
+    def change_feed(self, scheduler: str) -> ChangeFeed | None:
+        """The change feed of ``scheduler`` (creating the scheduler), or None if it pushes none.
+
+        A driver waits on it between polls instead of sleeping (see
+        :mod:`anylaunch.runner.wake`); the poll stays the source of truth. May block: call it
+        off event loops.
+
+        Raises:
+            UnknownSchedulerException: ``scheduler`` is not one of :meth:`scheduler_backends`
+        """
+        return self._scheduler(scheduler).change_feed()
 
 
 def get_runner(

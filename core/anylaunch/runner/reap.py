@@ -9,6 +9,8 @@ whose owner ended or vanished. It is safe to run from several places at once: ca
 idempotent, and an app whose owner's fate is unknown is always left alone.
 
 The decision is :func:`plan`, which does no I/O; :func:`reap` gathers the facts and acts.
+Each engine's :class:`OwnerChecker` comes from its integration, found through the plugin
+registry (:func:`owner_checker`): the core imports no engine.
 
 >>> app = LiveApp("local_cwd://s/a-1", "prefect:6b0b", "RUNNING")
 >>> [(a.handle, a.action) for a in plan([app], {"prefect:6b0b": OwnerState.ENDED})]
@@ -25,18 +27,20 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
-from anylaunch.specs.errors import InvalidSpecError
+from anylaunch.specs.errors import AnylaunchError, InvalidSpecError, did_you_mean
 
 if TYPE_CHECKING:
     from anylaunch.runner.api import Runner
 
 __all__ = [
     "LiveApp",
+    "MissingEngineError",
     "OwnerChecker",
     "OwnerState",
     "ReapAction",
     "ReapReport",
     "engine_of",
+    "owner_checker",
     "owner_id",
     "plan",
     "reap",
@@ -86,6 +90,70 @@ class OwnerChecker(Protocol):
     def check(self, owners: Sequence[str]) -> Mapping[str, OwnerState]:
         """The state of each owner (missing keys count as UNKNOWN)."""
         ...
+
+
+class MissingEngineError(AnylaunchError, ImportError):
+    """An engine's owner checker cannot be made: the engine is not installed."""
+
+
+def owner_checker(engine: str, **options: str | None) -> OwnerChecker:
+    """The :class:`OwnerChecker` of ``engine``, made by the factory its integration registers
+    as an owner-checker plugin (``anylaunch.owner_checkers`` entry points: airflow, prefect,
+    dagster). Only that engine's integration is imported, and only now.
+
+    Args:
+        engine: the engine, e.g. ``"prefect"``
+        options: what the caller knows (the CLI passes ``airflow_url``); a factory ignores the
+            options it does not use
+
+    Raises:
+        InvalidSpecError: no owner checker is registered for ``engine``
+        MissingEngineError: (an ``ImportError``) the engine is not installed; names the extra
+            to install
+    """
+    from anylaunch.plugins import EntryPointPlugin, PluginType, find
+
+    factories = find(PluginType.OWNER_CHECKER)
+    factory = factories.get(engine)
+    if factory is None:
+        raise InvalidSpecError(
+            "engine",
+            engine,
+            f"no owner checker is registered for it.{did_you_mean(engine, factories)}",
+            f"use one of: {', '.join(sorted(factories)) or '(none installed)'}",
+        )
+    try:
+        checker: OwnerChecker = factory(**options)
+    except ImportError as e:
+        missing = next(
+            (
+                c.name.partition(".")[0]
+                for c in _causes(e)
+                if isinstance(c, ModuleNotFoundError) and c.name
+            ),
+            None,
+        )
+        dist = factory.entry_point.dist if isinstance(factory, EntryPointPlugin) else None
+        extras = (dist.metadata.get_all("Provides-Extra") or []) if dist else []
+        fix = (
+            f"pip install '{dist.name}[{engine}]'"
+            if dist and engine in extras
+            else f"install the Python package {missing or engine!r}"
+        )
+        raise MissingEngineError(
+            f"the {engine} owner checker needs the Python package {missing or engine!r}, which "
+            f"is not installed. Fix: {fix}"
+        ) from e
+    return checker
+
+
+def _causes(error: BaseException) -> list[BaseException]:
+    chain: list[BaseException] = []
+    current: BaseException | None = error
+    while current is not None and current not in chain:
+        chain.append(current)
+        current = current.__cause__ or current.__context__
+    return chain
 
 
 @dataclass(frozen=True)

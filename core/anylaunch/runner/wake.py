@@ -52,7 +52,7 @@ def scheduler_change_feed(runner: Runner, scheduler: str) -> ChangeFeed | None:
     """The change feed of the runner's ``scheduler`` (creating it), or None if it has none
     or cannot be created (the poll reports that). May block: call it off event loops."""
     try:
-        return runner._scheduler(scheduler).change_feed()
+        return runner.change_feed(scheduler)
     except Exception:  # no feed: the caller polls on its interval
         return None
 

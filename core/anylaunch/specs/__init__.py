@@ -48,13 +48,13 @@ from anylaunch.specs.api import (
     get_type_name,
     is_terminal,
     macros,
-    make_app_handle,
     parse_app_handle,
-    parse_mounts,
     runopt,
     runopts,
 )
 from anylaunch.specs.errors import AnylaunchError, InvalidSpecError
+from anylaunch.specs.handles import make_app_handle
+from anylaunch.specs.mounts import parse_mounts
 
 if TYPE_CHECKING:
     from anylaunch.specs.builders import materialize_appdef

@@ -8,13 +8,11 @@ from __future__ import annotations
 
 import copy
 import re
-import string
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
-from anylaunch.plugins.tags import resource_tags
 from anylaunch.specs import cases
 from anylaunch.specs.errors import (
     InvalidRunConfigException,
@@ -23,16 +21,15 @@ from anylaunch.specs.errors import (
     UnknownAppException,
     UnknownSchedulerException,
 )
-from anylaunch.specs.handles import (
-    AppDryRunInfo,
-    AppHandle,
-    ParsedAppHandle,
-    make_app_handle,
-    parse_app_handle,
-)
+from anylaunch.specs.handles import AppDryRunInfo, AppHandle, ParsedAppHandle, parse_app_handle
+
+# Not a name of TorchX's specs/api.py (its home is anylaunch.specs.handles, also exported by
+# anylaunch.specs and anylaunch.specs.builders): kept only while the schedulers and
+# runner/api.py, which other branches are rewriting, still import it from here.
+from anylaunch.specs.handles import make_app_handle as make_app_handle
 from anylaunch.specs.home import ANYLAUNCH_HOME
 from anylaunch.specs.markers import ALL, MISSING, NONE
-from anylaunch.specs.mounts import BindMount, DeviceMount, MountType, VolumeMount, parse_mounts
+from anylaunch.specs.mounts import BindMount, DeviceMount, MountType, VolumeMount
 from anylaunch.specs.runopts import CfgVal, get_type_name, runopt, runopts
 from anylaunch.specs.status import (
     AppState,
@@ -43,6 +40,7 @@ from anylaunch.specs.status import (
     RoleStatus,
     is_terminal,
 )
+from anylaunch.specs.tags import resource_tags
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -84,9 +82,7 @@ __all__ = [
     "get_type_name",
     "is_terminal",
     "macros",
-    "make_app_handle",
     "parse_app_handle",
-    "parse_mounts",
     "runopt",
     "runopts",
 ]
@@ -95,9 +91,6 @@ __all__ = [
 _ROLE_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
 # any printable name without "=" (Java-style dotted names are fine); no space or control char
 _ENV_NAME = re.compile(r"[^=\x00-\x20\x7f]+")
-# The public keys are anylaunch.plugins.resource_tags; these aliases stay for old imports.
-_RESOURCE_NAME_TAG = resource_tags.RESOURCE_NAME
-_FRACTIONAL_TAG = resource_tags.IS_FRACTIONAL
 
 
 #: The most replicas one role may have (more is a typo, and would exhaust memory at dryrun).
@@ -202,7 +195,7 @@ class Resource:
         """Returns the registered named-resource name, or None.
 
         Set by every registered named-resource factory, in the
-        ``anylaunch.plugins.resource_tags.RESOURCE_NAME`` tag.
+        :attr:`~anylaunch.specs.tags.resource_tags.RESOURCE_NAME` tag.
 
         >>> Resource(cpu=1, gpu=0, memMB=64).get_resource_name() is None
         True
@@ -213,10 +206,10 @@ class Resource:
     def is_fractional(self) -> bool:
         """Returns True if this resource is a fractional slice of a base named resource.
 
-        Read from the ``anylaunch.plugins.resource_tags.IS_FRACTIONAL`` tag, which
+        Read from the :attr:`~anylaunch.specs.tags.resource_tags.IS_FRACTIONAL` tag, which
         ``register.named_resource(fractionals=...)`` sets (absent means False).
 
-        >>> from anylaunch.plugins import resource_tags
+        >>> from anylaunch.specs.tags import resource_tags
         >>> Resource(cpu=1, gpu=0, memMB=64, tags={resource_tags.IS_FRACTIONAL: True}).is_fractional()
         True
         """
@@ -515,7 +508,9 @@ class macros:
 
         def substitute(self, arg: str) -> str:
             """Substitutes macro placeholders in ``arg`` (unknown ``${x}`` are left alone)."""
-            return string.Template(arg).safe_substitute(**self.to_dict())
+            from string import Template  # only at launch: importing specs need not pay for it
+
+            return Template(arg).safe_substitute(**self.to_dict())
 
         def to_dict(self) -> dict[str, Any]:
             """Returns the macro values as a plain dict."""

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import os
-import pathlib
+from typing import TYPE_CHECKING
 
 from anylaunch.specs.errors import InvalidSpecError
+
+if TYPE_CHECKING:
+    import pathlib
 
 __all__ = ["ANYLAUNCH_HOME"]
 
@@ -37,6 +40,8 @@ def ANYLAUNCH_HOME(*subdir_paths: str) -> pathlib.Path:
         InvalidSpecError: (a ``ValueError``) a sub-directory that is not a relative path
             inside the dot-directory (absolute, or containing ``..``).
     """
+    import pathlib  # only when called: importing anylaunch.specs need not pay for it
+
     for sub in subdir_paths:
         if (
             not isinstance(sub, str)

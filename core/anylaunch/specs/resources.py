@@ -15,6 +15,11 @@ Names come from three places, later ones overriding earlier ones:
 
    A plugin named like a built-in replaces it, with a warning in the log.
 
+This module knows only the built-ins: the plugins reach it through a *source*, a zero-argument
+callable returning ``{name: factory}``, registered in the :data:`SOURCES_GROUP` entry-point
+group (anylaunch registers :func:`anylaunch.plugins.named_resources.plugin_named_resources`
+there), so ``anylaunch.specs`` imports nothing of the layers above it.
+
 The table is built on first access (reading entry points needs ``importlib.metadata``, which
 ``import anylaunch.specs`` must not pay for); a user entry point is imported only when its name
 is looked up, so one broken plugin cannot break the other names.
@@ -37,21 +42,24 @@ import logging
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING
 
-from anylaunch.plugins.tags import resource_tags
 from anylaunch.specs.api import Resource
 from anylaunch.specs.errors import AnylaunchError, InvalidSpecError, did_you_mean
+from anylaunch.specs.tags import resource_tags
 
 if TYPE_CHECKING:
     from importlib.metadata import EntryPoint
 
 __all__ = [
     "ENTRY_POINT_GROUP",
+    "SOURCES_GROUP",
     "NamedResourceEntryPointError",
     "ResourceFactory",
+    "ResourceSource",
     "UnknownNamedResourceError",
     "get_named_resources",
     "named_resource",
     "named_resources",
+    "reload_named_resources",
     "resource",
 ]
 
@@ -62,6 +70,14 @@ ResourceFactory = Callable[[], Resource]
 
 #: Entry-point group in which installed distributions register their own named resources.
 ENTRY_POINT_GROUP = "anylaunch.named_resources"
+
+#: Where the named resources beyond the built-ins come from: ``{name: factory}``, asked each
+#: time the table is built.
+ResourceSource = Callable[[], Mapping[str, ResourceFactory]]
+
+#: Entry-point group of the :data:`ResourceSource` s (loaded in name order): how the plugin
+#: layer, above specs, adds its named resources to :data:`named_resources`.
+SOURCES_GROUP = "anylaunch.named_resource_sources"
 
 # Raw-spec defaults of resource(): the same values TorchX uses.
 _DEFAULT_CPU = 2
@@ -201,51 +217,39 @@ def _tagging(name: str, factory: ResourceFactory, divisor: int, fraction: bool) 
     return create
 
 
-def _entry_point_factory(entry_point: EntryPoint) -> ResourceFactory:
-    """Defers importing a user's entry point until its name is looked up."""
+def _sources() -> list[ResourceSource]:
+    from importlib.metadata import entry_points
 
-    def create() -> Resource:
+    sources: list[ResourceSource] = []
+    for ep in sorted(entry_points(group=SOURCES_GROUP), key=lambda ep: ep.name):
         try:
-            factory = entry_point.load()
-        except Exception as e:
-            problem = f"importing it failed ({type(e).__name__}: {e})"
-            raise NamedResourceEntryPointError(entry_point, problem) from e
-        if not callable(factory):
-            problem = f"it loads a {type(factory).__name__}, not a callable"
-            raise NamedResourceEntryPointError(entry_point, problem)
-        try:
-            made = factory()
-        except Exception as e:
-            problem = f"calling it raised {type(e).__name__}: {e}"
-            raise NamedResourceEntryPointError(entry_point, problem) from e
-        if not isinstance(made, Resource):
-            problem = f"it returned a {type(made).__name__}, not a Resource"
-            raise NamedResourceEntryPointError(entry_point, problem)
-        return made
-
-    return create
+            sources.append(ep.load())
+        except Exception as e:  # a broken source must not hide the built-ins
+            logger.warning(
+                "named-resource source %r (%s) failed to load: %s: %s",
+                ep.name,
+                ep.value,
+                type(e).__name__,
+                e,
+            )
+    return sources
 
 
 def _load_factories() -> dict[str, ResourceFactory]:
     # Imported here: the built-in tables import this module for named_resource().
-    from anylaunch.plugins.discovery import EntryPointPlugin
-    from anylaunch.plugins.plugin_registry import registry
-    from anylaunch.plugins.types import PluginType
     from anylaunch.specs import named_resources_aws, named_resources_generic
 
-    table = {**named_resources_generic.NAMED_RESOURCES, **named_resources_aws.NAMED_RESOURCES}
-    for name, plugin in registry().get(PluginType.NAMED_RESOURCE).items():
-        if isinstance(plugin, EntryPointPlugin):
-            factories = named_resource(name, _entry_point_factory(plugin.entry_point))
-        else:  # @register.named_resource already tags what it makes
-            factories = {name: plugin}
-        for replaced in factories.keys() & table.keys():
-            logger.warning(
-                "named resource %r from plugin %s replaces the built-in of that name",
-                replaced,
-                plugin.__module__,
-            )
-        table.update(factories)
+    builtins = {**named_resources_generic.NAMED_RESOURCES, **named_resources_aws.NAMED_RESOURCES}
+    table = dict(builtins)
+    for source in _sources():
+        for name, factory in source().items():
+            if name in builtins:
+                logger.warning(
+                    "named resource %r from plugin %s replaces the built-in of that name",
+                    name,
+                    getattr(factory, "__module__", None),
+                )
+            table[name] = factory
     return table
 
 
@@ -258,13 +262,11 @@ class _NamedResources(Mapping[str, Resource]):
     def _table(self) -> dict[str, ResourceFactory]:
         # Two threads racing here both build the same table; the last one simply wins.
         if self._factories is None:
-            from anylaunch.plugins.plugin_registry import on_clear
-
-            on_clear(self._forget)
             self._factories = _load_factories()
         return self._factories
 
-    def _forget(self) -> None:
+    def forget(self) -> None:
+        """Drops the table: the next lookup builds it again."""
         self._factories = None
 
     def __getitem__(self, name: str) -> Resource:
@@ -289,9 +291,23 @@ class _NamedResources(Mapping[str, Resource]):
         return f"<named_resources: {len(self._factories)} registered>"
 
 
+_named_resources = _NamedResources()
+
 #: Every registered named resource, loaded on first access. ``named_resources[name]`` returns
 #: a fresh Resource or raises :class:`UnknownNamedResourceError`.
-named_resources: Mapping[str, Resource] = _NamedResources()
+named_resources: Mapping[str, Resource] = _named_resources
+
+
+def reload_named_resources() -> None:
+    """Forgets the table of :data:`named_resources`; the next lookup asks the sources again.
+
+    The plugin registry calls it when it is cleared, so plugins installed since are found.
+
+    >>> reload_named_resources()
+    >>> named_resources
+    <named_resources (not loaded yet)>
+    """
+    _named_resources.forget()
 
 
 def get_named_resources(name: str) -> Resource:

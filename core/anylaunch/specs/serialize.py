@@ -41,9 +41,9 @@ from anylaunch.specs.api import (
     Role,
     VolumeMount,
     Workspace,
-    parse_mounts,
 )
 from anylaunch.specs.errors import InvalidSpecError, did_you_mean
+from anylaunch.specs.mounts import parse_mounts
 
 __all__ = [
     "appdef_from_dict",

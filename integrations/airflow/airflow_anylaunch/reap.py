@@ -14,6 +14,7 @@ deferred or waiting for a retry has ended; one that Airflow does not know is gon
 from __future__ import annotations
 
 import json
+import os
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -27,7 +28,10 @@ if TYPE_CHECKING:
 
     from anylaunch.runner.reap import OwnerState
 
-__all__ = ["AirflowOwnerChecker", "AirflowRestChecker", "AnylaunchReapOperator"]
+__all__ = ["AirflowOwnerChecker", "AirflowRestChecker", "AnylaunchReapOperator", "owner_checker"]
+
+#: The environment variable holding the api-server's bearer token for :func:`owner_checker`.
+TOKEN_ENV = "ANYLAUNCH_AIRFLOW_TOKEN"
 
 #: Task instance states in which the task may still use its app.
 _LIVE_STATES = frozenset(
@@ -104,6 +108,26 @@ class AirflowRestChecker(AirflowOwnerChecker):
             if e.code == 404:
                 return None
             raise
+
+
+def owner_checker(*, airflow_url: str | None = None, **options: str | None) -> AirflowRestChecker:
+    """The ``airflow`` owner-checker plugin (``anylaunch reap --engine airflow``): asks the
+    api-server at ``airflow_url`` with the token in ``$ANYLAUNCH_AIRFLOW_TOKEN``.
+
+    Raises:
+        InvalidSpecError: no URL, or no token
+    """
+    token = os.environ.get(TOKEN_ENV, "")
+    if not airflow_url or not token:
+        from anylaunch.specs.errors import InvalidSpecError
+
+        raise InvalidSpecError(
+            f"--airflow-url/${TOKEN_ENV}",
+            airflow_url,
+            "the airflow engine is asked through an api-server's REST API",
+            f"pass --airflow-url http://host:8080 and export {TOKEN_ENV}=<a JWT>",
+        )
+    return AirflowRestChecker(airflow_url, token)
 
 
 def _sdk_task_state(dag_id: str, run_id: str, task_id: str) -> str | None:

@@ -13,7 +13,7 @@ import dagster as dg
 
 from anylaunch.runner.reap import OwnerState, reap
 
-__all__ = ["DagsterOwnerChecker", "build_anylaunch_reaper_sensor"]
+__all__ = ["DagsterOwnerChecker", "build_anylaunch_reaper_sensor", "owner_checker"]
 
 
 class DagsterOwnerChecker:
@@ -33,6 +33,12 @@ class DagsterOwnerChecker:
             else:
                 states[owner] = OwnerState.ENDED if run.is_finished else OwnerState.ALIVE
         return states
+
+
+def owner_checker(**options: str | None) -> DagsterOwnerChecker:
+    """The ``dagster`` owner-checker plugin (``anylaunch reap --engine dagster``); it takes no
+    options: the instance is the one of ``DAGSTER_HOME``."""
+    return DagsterOwnerChecker(dg.DagsterInstance.get())
 
 
 def build_anylaunch_reaper_sensor(

@@ -17,7 +17,7 @@ from prefect import flow, get_run_logger
 
 from anylaunch.runner.reap import OwnerState, reap
 
-__all__ = ["PrefectOwnerChecker", "reap_orphans"]
+__all__ = ["PrefectOwnerChecker", "owner_checker", "reap_orphans"]
 
 _MAX_ANCESTORS = 32
 
@@ -58,6 +58,12 @@ class PrefectOwnerChecker:
                 return OwnerState.ALIVE
             flow_run = client.read_flow_run(parent)
         return OwnerState.ALIVE
+
+
+def owner_checker(**options: str | None) -> PrefectOwnerChecker:
+    """The ``prefect`` owner-checker plugin (``anylaunch reap --engine prefect``); it takes no
+    options: the Prefect API is the one of ``PREFECT_API_URL``."""
+    return PrefectOwnerChecker()
 
 
 @flow(name="anylaunch-reap-orphans")

@@ -1,7 +1,8 @@
 """Well-known ``Resource.tags`` keys that named-resource registration sets.
 
-This module imports nothing, so :mod:`anylaunch.specs.api` can read these keys without
-loading the plugin machinery.
+Plain data, read by :class:`~anylaunch.specs.Resource` and set by every named-resource factory
+(:func:`anylaunch.specs.resources.named_resource` and ``@anylaunch.plugins.register``); also
+exported as ``anylaunch.plugins.resource_tags``.
 """
 
 __all__ = ["resource_tags"]
