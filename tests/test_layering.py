@@ -31,7 +31,6 @@ OUR_PACKAGES = ("anylaunch", *ENGINE_PACKAGES)
 BACKENDS = ("local", "docker", "kubernetes", "aws", "slurm", "lsf")
 
 REORG = "the reorg branch (one package per backend; workspace imports nothing of schedulers)"
-RACE = "the race branch (the engines' wait loops and runner/{session,driver,api,...})"
 
 
 @dataclass(frozen=True)
@@ -257,8 +256,7 @@ def _package_of(name: str) -> str:
 
 @pytest.mark.parametrize(
     "module",
-    # Runner.cfg_from_str uses specs.runopts._cfg_str_to_pairs
-    params(OUR_PACKAGES, {"anylaunch.runner.api": RACE}),
+    params(OUR_PACKAGES, {}),
 )
 def test_no_private_name_crosses_a_package(module: Module) -> None:
     assert_none(private_uses(module))
@@ -303,7 +301,7 @@ def test_the_reader_sees_every_kind_of_import_and_private_use(tmp_path: Path) ->
         "    from anylaunch.plugins import registry\n"
         "def f() -> object:\n"
         "    from ..runner.api import Runner\n"
-        "    from anylaunch.specs.runopts import _cfg_str_to_pairs\n"
+        "    from anylaunch.specs.runopts import _split_items\n"
         "    importlib.import_module('anylaunch.cli.main')\n"
         "    return opts._TRUE, anylaunch.specs.runopts._FALSE, Runner, registry\n"
     )
@@ -330,6 +328,6 @@ def test_the_reader_sees_every_kind_of_import_and_private_use(tmp_path: Path) ->
     assert sorted(b.split(" ", 1)[1] for b in private_uses(elsewhere)) == [
         "uses anylaunch.specs.runopts._FALSE",
         "uses anylaunch.specs.runopts._TRUE",
-        "uses anylaunch.specs.runopts._cfg_str_to_pairs",
+        "uses anylaunch.specs.runopts._split_items",
     ]
     assert private_uses(probe) == []  # inside its own package

@@ -634,7 +634,7 @@ class Runner:
             InvalidRunConfigException: a key is not an option of the scheduler (with a
                 did-you-mean) or a value does not cast to the option's type
         """
-        from anylaunch.specs.runopts import _cfg_str_to_pairs
+        from anylaunch.specs.runopts import cfg_str_to_pairs
 
         if not isinstance(cfg_str, str):
             raise InvalidRunConfigException(
@@ -643,7 +643,7 @@ class Runner:
         opts = self.scheduler_run_opts(scheduler)
         if cfg_str.strip():
             known = [name for name, _ in opts]
-            for key in _cfg_str_to_pairs(cfg_str.strip()):
+            for key in cfg_str_to_pairs(cfg_str.strip()):
                 if key not in opts:
                     raise InvalidRunConfigException(
                         key,

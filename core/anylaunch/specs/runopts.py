@@ -22,6 +22,7 @@ CfgVal = Union[str, int, float, bool, list[str], dict[str, str], None]  # noqa: 
 __all__ = [
     "CfgVal",
     "camel_to_snake",
+    "cfg_str_to_pairs",
     "get_type_name",
     "runopt",
     "runopts",
@@ -109,8 +110,12 @@ class runopt:
         raise TypeError(f"unsupported run option type {tp!r}")
 
 
-def _cfg_str_to_pairs(cfg_str: str) -> dict[str, str]:
-    """Splits ``K1=V1,K2=V2`` into pairs; the last ``,``/``;`` before a ``=`` ends the value."""
+def cfg_str_to_pairs(cfg_str: str) -> dict[str, str]:
+    """Splits ``K1=V1,K2=V2`` into pairs; the last ``,``/``;`` before a ``=`` ends the value.
+
+    >>> cfg_str_to_pairs("queue=default,args=a,b;prio=2")
+    {'queue': 'default', 'args': 'a,b', 'prio': '2'}
+    """
     segments = cfg_str.split("=")
     if len(segments) < 2:
         raise InvalidRunConfigException(
@@ -373,7 +378,7 @@ class runopts:
         if not cfg_str.strip():
             return {}
         cfg: dict[str, CfgVal] = {}
-        for key, raw in _cfg_str_to_pairs(cfg_str).items():
+        for key, raw in cfg_str_to_pairs(cfg_str).items():
             canonical = self._canonical(key)
             if canonical is None:
                 continue
