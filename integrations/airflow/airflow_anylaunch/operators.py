@@ -562,7 +562,7 @@ class AnylaunchOperator(ResumableJobMixin, BaseOperator):
         session = self._session
         assert session is not None
         if self.deferrable:  # even if already over: the trigger then says so at once
-            session.step(observation)
+            session.observe(observation)  # no feed, no log readers: the trigger has its own
             session.close()
             self._defer(context, handle, session)
         self._result = self._wait(session, observation)
