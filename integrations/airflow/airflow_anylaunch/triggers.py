@@ -426,7 +426,8 @@ class AnylaunchAppTrigger(BaseTrigger):
             if poller is not None and not isinstance(observation, PollError):
                 await self._learn_secrets(session, poller)
             decision = session.observe(observation)
-            logs_due = poller is not None and session.logs_due(decision)
+            # logs are read with a fresh status only (a failing backend is not asked more)
+            logs_due = isinstance(observation, AppStatus) and session.logs_due(decision)
             if logs_due and poller is not None and await poller.call(session.read_logs) > 0:
                 session.emit()  # after the lines went out: a restart repeats this batch
                 await asyncio.to_thread(cursor.save, session.log_positions)
