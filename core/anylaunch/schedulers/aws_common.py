@@ -20,7 +20,7 @@ from datetime import datetime
 from typing import Any
 
 from anylaunch.schedulers.api import Scheduler, Stream, split_lines
-from anylaunch.schedulers.dependencies import require_sdk
+from anylaunch.sdk import require_sdk
 from anylaunch.specs.api import AppDef
 from anylaunch.specs.errors import (
     AnylaunchError,

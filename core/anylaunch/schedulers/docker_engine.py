@@ -13,7 +13,6 @@ import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from anylaunch.schedulers.dependencies import require_sdk
 from anylaunch.schedulers.docker_request import (
     _KIND_EVENT,
     _T,
@@ -32,6 +31,7 @@ from anylaunch.schedulers.docker_request import (
     DockerSchedulerError,
 )
 from anylaunch.schedulers.docker_state import _Container
+from anylaunch.sdk import require_sdk
 
 __all__ = [
     "connect",

@@ -10,8 +10,8 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from anylaunch.schedulers.api import split_lines, split_lines_iterator
-from anylaunch.schedulers.dependencies import require_sdk
 from anylaunch.schedulers.docker_request import _POLL_MAX_S, BACKEND, _parse_time
+from anylaunch.sdk import require_sdk
 
 __all__ = ["follow_container_log", "read_container_log"]
 

@@ -109,7 +109,7 @@ class KubeClient:
         Raises:
             KubernetesSchedulerError: neither is available.
         """
-        from anylaunch.schedulers.dependencies import require_sdk
+        from anylaunch.sdk import require_sdk
 
         require_sdk("kubernetes", extra="kubernetes", scheduler="kubernetes")
         from kubernetes import client as k8s_client

@@ -1,4 +1,7 @@
-"""Lazy imports of backend SDKs, with an error that names the extra to install."""
+"""Lazy imports of backend SDKs, with an error that names the extra to install.
+
+Used by the schedulers and the workspaces alike, so it sits below both (and imports nothing
+but :mod:`anylaunch.specs.errors`)."""
 
 from __future__ import annotations
 
@@ -9,7 +12,7 @@ from anylaunch.specs.errors import AnylaunchError
 
 
 class MissingDependencyError(AnylaunchError, ImportError):
-    """A scheduler's SDK is not installed."""
+    """A backend's SDK (for a scheduler or a workspace) is not installed."""
 
 
 def require_sdk(module: str, extra: str, scheduler: str) -> ModuleType:
@@ -20,7 +23,7 @@ def require_sdk(module: str, extra: str, scheduler: str) -> ModuleType:
     >>> require_sdk("no_such_sdk_xyz", extra="kubernetes", scheduler="kubernetes")
     Traceback (most recent call last):
     ...
-    anylaunch.schedulers.dependencies.MissingDependencyError: the kubernetes scheduler needs the Python package 'no_such_sdk_xyz', which is not installed. Fix: pip install 'anylaunch[kubernetes]'
+    anylaunch.sdk.MissingDependencyError: the kubernetes scheduler needs the Python package 'no_such_sdk_xyz', which is not installed. Fix: pip install 'anylaunch[kubernetes]'
     """
     try:
         return importlib.import_module(module)
