@@ -6,7 +6,7 @@ import threading
 import time
 
 from anylaunch.runner.wake import AsyncChangeWaiter
-from anylaunch.schedulers.changes import ManualChangeFeed
+from anylaunch.schedulers.common.changes import ManualChangeFeed
 
 
 def thread_cpu_seconds(thread: threading.Thread) -> float:

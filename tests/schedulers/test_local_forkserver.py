@@ -474,7 +474,6 @@ def test_the_supervisor_and_server_import_only_what_they_need() -> None:
     assert ours == {
         "anylaunch",
         "anylaunch.schedulers",
-        "anylaunch.schedulers.app_ids",  # stdlib only (os, re)
         "anylaunch.schedulers.local_forkserver",
         "anylaunch.schedulers.local_forkserver_server",
         "anylaunch.schedulers.local_state",

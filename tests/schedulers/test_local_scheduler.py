@@ -24,7 +24,7 @@ import pytest
 from anylaunch.schedulers import get_scheduler_factory
 from anylaunch.schedulers import local_state as ls
 from anylaunch.schedulers.api import Scheduler, Stream
-from anylaunch.schedulers.file_tail import follow, iter_lines
+from anylaunch.schedulers.common.tail import follow, iter_lines
 from anylaunch.schedulers.local_scheduler import (
     LocalAppRequest,
     LocalScheduler,

@@ -15,7 +15,7 @@ from datetime import datetime
 from enum import Enum
 from typing import Any, Generic, Protocol, TypeVar
 
-from anylaunch.schedulers.changes import ChangeFeed
+from anylaunch.schedulers.common.changes import ChangeFeed
 from anylaunch.specs.api import (
     NONE,
     AppDef,
@@ -162,7 +162,7 @@ class Scheduler(abc.ABC, Generic[T]):
         ``_submit_dryrun`` and then each role's ``pre_proc`` in order.
         """
         app.validate()
-        from anylaunch.schedulers.shared import check_role_no_nul
+        from anylaunch.schedulers.common.roles import check_role_no_nul
 
         for role in app.roles:  # no backend can carry a NUL byte: reject it for all of them
             check_role_no_nul(role)
@@ -229,7 +229,7 @@ class Scheduler(abc.ABC, Generic[T]):
 
     def change_feed(self) -> ChangeFeed | None:
         """The process-wide feed of this backend's app changes, or None if it pushes none
-        (drivers then poll on their interval). See :mod:`anylaunch.schedulers.changes`."""
+        (drivers then poll on their interval). See :mod:`anylaunch.schedulers.common.changes`."""
         return None
 
     # --- control --------------------------------------------------------------------------

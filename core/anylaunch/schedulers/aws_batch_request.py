@@ -13,7 +13,7 @@ from typing import Any
 
 from anylaunch.schedulers import aws_common as aws
 from anylaunch.schedulers.aws_common import masked_repr, masked_request
-from anylaunch.schedulers.shared import RANK0_ENV
+from anylaunch.schedulers.common.roles import RANK0_ENV
 from anylaunch.specs.api import (
     AppDef,
     AppState,

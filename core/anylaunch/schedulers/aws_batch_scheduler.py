@@ -58,7 +58,7 @@ from anylaunch.schedulers.aws_batch_state import (
     node_groups,
     role_of,
 )
-from anylaunch.schedulers.shared import check_image_ref
+from anylaunch.schedulers.common.roles import check_image_ref
 from anylaunch.specs.api import (
     NONE,
     AppDef,

@@ -16,7 +16,7 @@ from anylaunch.schedulers.aws_batch_request import (
     STARTUP_TIMEOUT_TAG,
     TIMEOUT_REASON,
 )
-from anylaunch.schedulers.shared import RANK0_ENV
+from anylaunch.schedulers.common.roles import RANK0_ENV
 from anylaunch.specs.api import (
     AppState,
     Resource,

@@ -33,7 +33,7 @@ from anylaunch.schedulers.api import (
     LogQuery,
 )
 from anylaunch.schedulers.aws_common import masked_repr, masked_request
-from anylaunch.schedulers.shared import RANK0_ENV
+from anylaunch.schedulers.common.roles import RANK0_ENV
 from anylaunch.specs.api import (
     NONE,
     AppDef,

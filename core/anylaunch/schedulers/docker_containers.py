@@ -9,6 +9,13 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
+from anylaunch.schedulers.common.roles import (
+    RANK0_ENV,
+    check_image_ref,
+    check_no_nul,
+    is_secret_env_name,
+    role_record,
+)
 from anylaunch.schedulers.docker_request import (
     _KIND_REPLICA,
     _VOLUME_NAME,
@@ -29,13 +36,6 @@ from anylaunch.schedulers.docker_request import (
     DockerOpts,
     _role_label,
     make_app_id,
-)
-from anylaunch.schedulers.shared import (
-    RANK0_ENV,
-    check_image_ref,
-    check_no_nul,
-    is_secret_env_name,
-    role_record,
 )
 from anylaunch.specs.api import (
     AppDef,

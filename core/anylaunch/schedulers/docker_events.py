@@ -4,7 +4,7 @@ events that wakes the waiters of an app as soon as one of its containers changes
 A :class:`DockerEventFeed` holds one daemon thread per engine that reads
 ``GET /events`` (filtered by the engine to containers carrying anylaunch's app-id label and
 to the actions that can change an app's state) and, for each event, notifies the app named
-by that label on a :class:`~anylaunch.schedulers.changes.ManualChangeFeed`. The poll stays
+by that label on a :class:`~anylaunch.schedulers.common.changes.ManualChangeFeed`. The poll stays
 the source of truth: the feed only says *when* to look.
 
 Whenever the stream opens or ends (the engine restarted, the connection broke), every waiter
@@ -45,9 +45,9 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from anylaunch.schedulers.changes import ManualChangeFeed
+from anylaunch.schedulers.common.changes import ManualChangeFeed
+from anylaunch.schedulers.common.pool import SharedPool
 from anylaunch.schedulers.docker_request import LABEL_APP_ID
-from anylaunch.schedulers.sharing import SharedPool
 
 __all__ = [
     "MAX_BACKOFF_S",

@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from anylaunch.schedulers.shared import mask_env
+from anylaunch.schedulers.common.roles import mask_env
 from anylaunch.specs.errors import (
     AnylaunchError,
     BackendUnreachableError,

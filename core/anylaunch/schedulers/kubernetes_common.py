@@ -53,7 +53,13 @@ from anylaunch.schedulers.api import (
     Scheduler,
     Stream,
 )
-from anylaunch.schedulers.changes import ChangeFeed
+from anylaunch.schedulers.common.changes import ChangeFeed
+from anylaunch.schedulers.common.roles import (
+    RANK0_ENV,
+    aggregate_replica_states,
+    check_image_ref,
+    role_from_record,
+)
 from anylaunch.schedulers.kubernetes_client import (
     KubeClient,
     KubernetesApiError,
@@ -122,12 +128,6 @@ from anylaunch.schedulers.kubernetes_state import (
     pod_replica_state,
 )
 from anylaunch.schedulers.kubernetes_watch import KubeWatch, OwnWrite, acquire, release
-from anylaunch.schedulers.shared import (
-    RANK0_ENV,
-    aggregate_replica_states,
-    check_image_ref,
-    role_from_record,
-)
 from anylaunch.specs.api import AppDef, AppDryRunInfo, AppState, Role, make_app_handle
 from anylaunch.specs.errors import AnylaunchError, InvalidSpecError
 from anylaunch.specs.runopts import CfgVal, runopts

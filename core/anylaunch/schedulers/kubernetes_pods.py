@@ -6,6 +6,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from anylaunch.schedulers.common.roles import (
+    RANK0_ENV,
+)
 from anylaunch.schedulers.kubernetes_names import (
     _FIELD_REF,
     _ROLE_CONTAINER_FIELDS,
@@ -16,9 +19,6 @@ from anylaunch.schedulers.kubernetes_names import (
     dns_label,
     field_ref,
     is_dns_subdomain,
-)
-from anylaunch.schedulers.shared import (
-    RANK0_ENV,
 )
 from anylaunch.specs.api import (
     AppDef,

@@ -11,10 +11,10 @@ Where it lives:
   its workload is deleted, so it still describes as CANCELLED until it is deleted. A record
   ConfigMap, when there is one, is the app's record (it is the newer).
 
-Roles are written with the shared :func:`~anylaunch.schedulers.shared.role_record`, secret env
+Roles are written with the shared :func:`~anylaunch.schedulers.common.roles.role_record`, secret env
 values masked (a record is readable by whoever may read the namespace's objects; the pods'
 own specs hold the real values), and read back with
-:func:`~anylaunch.schedulers.shared.role_from_record`, which also reads the records of earlier
+:func:`~anylaunch.schedulers.common.roles.role_from_record`, which also reads the records of earlier
 versions (apps launched before an upgrade still describe).
 """
 
@@ -25,6 +25,7 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from anylaunch.schedulers.common.roles import role_record as shared_role_record
 from anylaunch.schedulers.kubernetes_names import (
     ANNOTATION_RECORD,
     APP_LABEL_KEYS,
@@ -33,7 +34,6 @@ from anylaunch.schedulers.kubernetes_names import (
     role_dns_names,
 )
 from anylaunch.schedulers.kubernetes_state import AppView
-from anylaunch.schedulers.shared import role_record as shared_role_record
 from anylaunch.specs.api import AppDef, Role
 
 __all__ = [

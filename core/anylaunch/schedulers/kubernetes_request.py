@@ -9,6 +9,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from anylaunch.schedulers.common.roles import mask_env
 from anylaunch.schedulers.kubernetes_names import (
     LABEL_APP_ID,
     LABEL_APP_NAME,
@@ -29,7 +30,6 @@ from anylaunch.schedulers.kubernetes_pods import (
     replica_role,
     role_to_pod,
 )
-from anylaunch.schedulers.shared import mask_env
 from anylaunch.specs.api import AppDef, Role
 
 

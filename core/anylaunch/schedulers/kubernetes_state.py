@@ -2,7 +2,7 @@
 pending reasons and exit codes, the app's state, and the description built from them.
 
 The app's state from its replicas' is the shared rule
-(:func:`~anylaunch.schedulers.shared.aggregate_replica_states`); what Kubernetes adds is in
+(:func:`~anylaunch.schedulers.common.roles.aggregate_replica_states`); what Kubernetes adds is in
 :func:`app_verdict`: the workload's own state where it has one (a Volcano Job's phase, an
 AppWrapper's state), the cancel mark on the app record, and workload objects gone missing.
 """
@@ -14,14 +14,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from anylaunch.schedulers.api import DescribeAppResponse
+from anylaunch.schedulers.common.roles import (
+    aggregate_replica_states,
+)
 from anylaunch.schedulers.kubernetes_names import (
     LABEL_APP_ID,
     LABEL_MODE,
     LABEL_REPLICA_ID,
     LABEL_ROLE,
-)
-from anylaunch.schedulers.shared import (
-    aggregate_replica_states,
 )
 from anylaunch.specs.api import NONE, AppState, ReplicaStatus, Role, RoleStatus
 

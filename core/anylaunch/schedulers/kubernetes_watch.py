@@ -7,7 +7,7 @@ scheduler's labels, one background thread per (namespace, kind): it lists them, 
 watches from the list's ``resourceVersion`` (bookmarks on), re-lists on ``410 Gone`` and
 every :data:`RESYNC_S` seconds, and reconnects with backoff when the connection breaks.
 Every change notifies the app it belongs to on a
-:class:`~anylaunch.schedulers.changes.ManualChangeFeed` (``{namespace}:{name}``), which the
+:class:`~anylaunch.schedulers.common.changes.ManualChangeFeed` (``{namespace}:{name}``), which the
 drivers wait on.
 
 While a namespace's watches are connected and synced, :meth:`KubeWatch.views` answers
@@ -29,7 +29,8 @@ import time
 from collections.abc import Callable, Collection, Iterator, Sequence
 from typing import Any
 
-from anylaunch.schedulers.changes import ManualChangeFeed
+from anylaunch.schedulers.common.changes import ManualChangeFeed
+from anylaunch.schedulers.common.pool import SharedPool
 from anylaunch.schedulers.kubernetes_client import (
     KubeClient,
     KubernetesApiError,
@@ -38,7 +39,6 @@ from anylaunch.schedulers.kubernetes_client import (
 from anylaunch.schedulers.kubernetes_names import LABEL_APP_ID, parse_app_id
 from anylaunch.schedulers.kubernetes_record import CONFIGMAP, record_app, record_views
 from anylaunch.schedulers.kubernetes_state import AppView
-from anylaunch.schedulers.sharing import SharedPool
 
 __all__ = [
     "OWN_WRITE_S",

@@ -10,7 +10,7 @@ waiters too (the poll that follows finds it dead and ends the app). Where inotif
 available (another OS, no instances or watches left) a thread stats the watched apps' state
 files every ``poll_interval`` seconds instead: a cheap ``stat`` per app, no JSON read.
 
-The feed only says *when* to look (see :mod:`anylaunch.schedulers.changes`): waiters still
+The feed only says *when* to look (see :mod:`anylaunch.schedulers.common.changes`): waiters still
 poll ``describe``. An app is watched from its first :meth:`LocalChangeFeed.wait` on (that wait
 returns at once: a change between the caller's last poll and the watch would be missed
 otherwise) until nobody waited on it for :data:`FORGET_AFTER_S` seconds.
@@ -39,8 +39,9 @@ import time
 from collections.abc import Collection
 
 from anylaunch.schedulers import local_state as ls
-from anylaunch.schedulers.changes import ManualChangeFeed
-from anylaunch.schedulers.inotify import (
+from anylaunch.schedulers.common.app_ids import is_valid_app_id
+from anylaunch.schedulers.common.changes import ManualChangeFeed
+from anylaunch.schedulers.common.inotify import (
     EVENT,
     IN_ATTRIB,
     IN_CLOSE_WRITE,
@@ -136,7 +137,7 @@ class LocalChangeFeed(ManualChangeFeed):
 
     def wait(self, app_ids: Collection[str], timeout: float) -> bool:
         """Blocks until one of ``app_ids`` may have changed or ``timeout`` seconds pass
-        (see :meth:`ChangeFeed.wait <anylaunch.schedulers.changes.ChangeFeed.wait>`).
+        (see :meth:`ChangeFeed.wait <anylaunch.schedulers.common.changes.ChangeFeed.wait>`).
 
         The first wait on an app starts watching it and returns True at once.
         """
@@ -145,7 +146,7 @@ class LocalChangeFeed(ManualChangeFeed):
 
     def peek(self, app_ids: Collection[str], timeout: float = 0.0) -> bool:
         """Like :meth:`wait` without taking the change (see
-        :meth:`ManualChangeFeed.peek <anylaunch.schedulers.changes.ManualChangeFeed.peek>`);
+        :meth:`ManualChangeFeed.peek <anylaunch.schedulers.common.changes.ManualChangeFeed.peek>`);
         it starts and keeps watching ``app_ids`` as :meth:`wait` does, so a dispatcher that
         only peeks (``AsyncChangeWaiter``) is woken by their changes too."""
         self._arm(app_ids)
@@ -163,7 +164,7 @@ class LocalChangeFeed(ManualChangeFeed):
                 watched = self._apps.get(app_id)
                 if watched is not None:
                     watched.last_wait = now
-                elif ls.is_valid_app_id(app_id):
+                elif is_valid_app_id(app_id):
                     self._watch(app_id)
                     super().notify(app_id)
 

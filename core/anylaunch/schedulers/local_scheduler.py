@@ -37,8 +37,16 @@ from anylaunch.schedulers.api import (
     LogQuery,
     Scheduler,
 )
-from anylaunch.schedulers.changes import ChangeFeed
-from anylaunch.schedulers.file_tail import ChangeWaiter, follow, iter_lines
+from anylaunch.schedulers.common.app_ids import is_valid_app_id, make_app_id
+from anylaunch.schedulers.common.changes import ChangeFeed
+from anylaunch.schedulers.common.roles import (
+    RANK0_ENV,
+    aggregate_replica_states,
+    check_no_nul,
+    role_from_record,
+    role_record,
+)
+from anylaunch.schedulers.common.tail import ChangeWaiter, follow, iter_lines
 from anylaunch.schedulers.local_request import (
     _SUPERVISOR_MODULE,
     BACKEND,
@@ -53,13 +61,6 @@ from anylaunch.schedulers.local_request import (
     assign_gpus,
     check_creatable_dir,
     format_request,
-)
-from anylaunch.schedulers.shared import (
-    RANK0_ENV,
-    aggregate_replica_states,
-    check_no_nul,
-    role_from_record,
-    role_record,
 )
 from anylaunch.specs.api import (
     NONE,
@@ -102,7 +103,7 @@ def app_state(state: Mapping[str, Any]) -> AppState:
     app yet) and a terminal state (its decision after retries, a cancel, its crash, or a
     take-over of an app whose supervisor is gone) are the app's state as recorded. While it
     runs the app, the replicas' states add up by the shared rule
-    (:func:`~anylaunch.schedulers.shared.aggregate_replica_states`), except that the app is
+    (:func:`~anylaunch.schedulers.common.roles.aggregate_replica_states`), except that the app is
     not over before the supervisor says so: until it recorded the end, it is still stopping
     processes (or restarting them), and the app stays as recorded.
 
@@ -215,7 +216,7 @@ class LocalScheduler(Scheduler[Mapping[str, CfgVal]]):
         return feed_for(self.state_root())
 
     def _app_dir(self, app_id: str) -> Path | None:
-        if not ls.is_valid_app_id(app_id):
+        if not is_valid_app_id(app_id):
             return None
         return self.state_root() / app_id
 
@@ -233,7 +234,7 @@ class LocalScheduler(Scheduler[Mapping[str, CfgVal]]):
             raise InvalidRunConfigException(
                 "cancel_grace_s", opts.cancel_grace_s, "must be >= 0", "pass e.g. 5"
             )
-        app_id = ls.make_app_id(app.name)
+        app_id = make_app_id(app.name)
         app_dir = self.state_root() / app_id
         if opts.log_dir:
             check_no_nul("log_dir", opts.log_dir)  # (no path can hold one)
@@ -541,7 +542,7 @@ class LocalScheduler(Scheduler[Mapping[str, CfgVal]]):
             return []
         found: list[tuple[float, ListAppResponse]] = []
         for entry in os.scandir(root):
-            if not ls.is_valid_app_id(entry.name) or not entry.is_dir():
+            if not is_valid_app_id(entry.name) or not entry.is_dir():
                 continue
             app_dir = Path(entry.path)
             state = self._state(app_dir)

@@ -46,15 +46,6 @@ INDEX_SUFFIX = ".idx"
 #: written BEFORE its chunk, so every byte of a log is covered by a record.
 INDEX_RECORD = struct.Struct("<Qd")
 
-# app ids are shared with the lsf scheduler, from a light stdlib-only module (the supervisor and
-# fork-server import this one with `python -S -E`)
-from anylaunch.schedulers.app_ids import is_valid_app_id as is_valid_app_id  # noqa: E402
-from anylaunch.schedulers.app_ids import make_app_id as make_app_id  # noqa: E402
-from anylaunch.schedulers.app_ids import sanitize_app_name as sanitize_app_name  # noqa: E402
-
-# app ids are shared with the lsf scheduler (a light, stdlib-only module: the supervisor and
-# fork-server import this one with `python -S -E`)
-
 
 def state_root(explicit: str | os.PathLike[str] | None = None) -> Path:
     """Returns the directory holding one sub-directory per local app.

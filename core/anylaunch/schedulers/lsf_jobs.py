@@ -9,7 +9,11 @@ import shlex
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from anylaunch.schedulers import app_ids as ls
+from anylaunch.schedulers.common.app_ids import make_app_id
+from anylaunch.schedulers.common.roles import (
+    RANK0_ENV,
+    is_secret_env_name,
+)
 from anylaunch.schedulers.lsf_names import (
     _CONTROL,
     _PROJECT,
@@ -22,10 +26,6 @@ from anylaunch.schedulers.lsf_names import (
     LsfOpts,
     LsfRequest,
     job_description,
-)
-from anylaunch.schedulers.shared import (
-    RANK0_ENV,
-    is_secret_env_name,
 )
 from anylaunch.specs.api import (
     AppDef,
@@ -303,7 +303,7 @@ def _replica_env(replica: Role) -> dict[str, str]:
 
 
 def _build_request(app: AppDef, opts: LsfOpts, session: str) -> LsfRequest:
-    app_id = ls.make_app_id(app.name)
+    app_id = make_app_id(app.name)
     app_dir = os.path.join(_jobdir(opts), app_id)
     total = sum(role.num_replicas for role in app.roles)
     rank0_name = f"{app_id}-{app.roles[0].name}-0"

@@ -37,7 +37,6 @@ import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
-from anylaunch.schedulers import app_ids as ls
 from anylaunch.schedulers.api import (
     DescribeAppResponse,
     ListAppResponse,
@@ -45,7 +44,9 @@ from anylaunch.schedulers.api import (
     Scheduler,
     Stream,
 )
-from anylaunch.schedulers.file_tail import follow, iter_lines
+from anylaunch.schedulers.common.app_ids import is_valid_app_id
+from anylaunch.schedulers.common.roles import RANK0_ENV
+from anylaunch.schedulers.common.tail import follow, iter_lines
 from anylaunch.schedulers.lsf_jobs import (
     _build_request,
     _validate_opts,
@@ -76,7 +77,6 @@ from anylaunch.schedulers.lsf_state import (
     app_state,
     replica_state,
 )
-from anylaunch.schedulers.shared import RANK0_ENV
 from anylaunch.specs.api import (
     NONE,
     AppDef,
@@ -330,7 +330,7 @@ class LsfScheduler(Scheduler[Mapping[str, CfgVal]]):
 
         A failed or killed replica fails (or cancels) the app and this kills its other jobs.
         """
-        if not ls.is_valid_app_id(app_id):
+        if not is_valid_app_id(app_id):
             return None
         return self._describe(app_id, self._app_records(app_id))
 
@@ -409,7 +409,7 @@ class LsfScheduler(Scheduler[Mapping[str, CfgVal]]):
         A no-op for an unknown or finished app. The app ends CANCELLED once LSF has ended
         the jobs (SIGINT and SIGTERM, then SIGKILL after JOB_TERMINATE_INTERVAL).
         """
-        if not ls.is_valid_app_id(app_id):
+        if not is_valid_app_id(app_id):
             return
         live = [r.job_id for r in _latest(self._app_records(app_id)) if r.stat not in _FINISHED]
         self._bkill(live)
@@ -420,7 +420,7 @@ class LsfScheduler(Scheduler[Mapping[str, CfgVal]]):
     # --- logs -----------------------------------------------------------------------------
 
     def _log_replicas(self, app_id: str) -> dict[str, dict[int, Any]] | None:
-        records = _latest(self._app_records(app_id)) if ls.is_valid_app_id(app_id) else []
+        records = _latest(self._app_records(app_id)) if is_valid_app_id(app_id) else []
         if not records:
             return None
         replicas: dict[str, dict[int, Any]] = {}

@@ -7,12 +7,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from anylaunch.schedulers.common.roles import aggregate_replica_states
 from anylaunch.schedulers.lsf_names import (
     _KILLED,
     LSF_STATES,
     parse_job_description,
 )
-from anylaunch.schedulers.shared import aggregate_replica_states
 from anylaunch.specs.api import AppState
 
 

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from anylaunch.schedulers.shared import (
+from anylaunch.schedulers.common.roles import (
     RANK0_ENV,
     heredoc,
     is_secret_env_name,

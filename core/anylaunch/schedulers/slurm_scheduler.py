@@ -40,7 +40,7 @@ from anylaunch.schedulers.api import (
     Scheduler,
     Stream,
 )
-from anylaunch.schedulers.shared import (
+from anylaunch.schedulers.common.roles import (
     RANK0_ENV,
     aggregate_replica_states,
 )
@@ -403,7 +403,7 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler[Mapping[str, CfgVal]]):
         return self._read(str(app_id), path, query.should_tail)
 
     def _read(self, app_id: str, path: str, should_tail: bool) -> Iterator[str]:
-        from anylaunch.schedulers.file_tail import follow, iter_lines
+        from anylaunch.schedulers.common.tail import follow, iter_lines
 
         def is_done() -> bool:
             desc = self.describe(app_id)

@@ -39,7 +39,7 @@ from prefect_anylaunch.errors import (
 
 if TYPE_CHECKING:
     from anylaunch.runner import LogPump, Runner
-    from anylaunch.schedulers.changes import ChangeFeed
+    from anylaunch.schedulers.common.changes import ChangeFeed
 
 __all__ = ["DRAIN_TIMEOUT_S", "Waiter", "masked_status", "replica_rows"]
 

@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from types import TracebackType
 
-from anylaunch.schedulers.inotify import (
+from anylaunch.schedulers.common.inotify import (
     IN_ATTRIB,
     IN_CLOSE_WRITE,
     IN_CREATE,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import threading
 
-from anylaunch.schedulers.sharing import SharedPool
+from anylaunch.schedulers.common.pool import SharedPool
 
 
 class Watcher:
