@@ -518,7 +518,7 @@ def masked_request(value: Any) -> Any:
     ...                 "Environment": {"DB_PASSWORD": "x", "LR": "0.1"}})
     {'environment': [{'name': 'API_TOKEN', 'value': '***'}], 'Environment': {'DB_PASSWORD': '***', 'LR': '0.1'}}
     """
-    from anylaunch.schedulers.common.roles import is_secret_env_name
+    from anylaunch.specs.secrets import is_secret_env_name
 
     if isinstance(value, list):
         return [masked_request(v) for v in value]

@@ -9,13 +9,7 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from anylaunch.schedulers.common.roles import (
-    RANK0_ENV,
-    check_image_ref,
-    check_no_nul,
-    is_secret_env_name,
-    role_record,
-)
+from anylaunch.schedulers.common.roles import RANK0_ENV, check_image_ref, check_no_nul, role_record
 from anylaunch.schedulers.docker_request import (
     _KIND_REPLICA,
     _VOLUME_NAME,
@@ -50,6 +44,7 @@ from anylaunch.specs.errors import (
     InvalidRunConfigException,
     InvalidSpecError,
 )
+from anylaunch.specs.secrets import is_secret_env_name
 from anylaunch.workspace.docker_workspace import WorkspaceImageBuild, check_image_repo
 
 __all__ = ["build_request", "options_env"]

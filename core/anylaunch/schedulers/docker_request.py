@@ -11,11 +11,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from anylaunch.schedulers.common.roles import mask_env
 from anylaunch.specs.errors import (
     AnylaunchError,
     BackendUnreachableError,
 )
+from anylaunch.specs.secrets import mask_env
 from anylaunch.workspace.docker_workspace import (
     DockerWorkspaceOpts,
     WorkspaceImageBuild,

@@ -10,11 +10,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from anylaunch.schedulers.api import DescribeAppResponse
-from anylaunch.schedulers.common.roles import (
-    aggregate_replica_states,
-    is_secret_env_name,
-    role_from_record,
-)
+from anylaunch.schedulers.common.roles import role_from_record
+from anylaunch.schedulers.common.states import aggregate_replica_states
 from anylaunch.schedulers.docker_request import (
     _EXITED,
     _KIND_EVENT,
@@ -41,7 +38,7 @@ from anylaunch.specs.api import (
     Role,
     RoleStatus,
 )
-from anylaunch.specs.secrets import MASK, Redactor
+from anylaunch.specs.secrets import MASK, Redactor, is_secret_env_name
 
 # ---------------------------------------------------------------------------------------------
 # The engine's view of an app
@@ -181,7 +178,7 @@ def _evaluate(containers: Sequence[_Container], now: float, start_timeout: float
     (SUCCEEDED, even if a cancel came later); a recorded cancel (CANCELLED); a failed replica
     that a ROLE or APPLICATION retry still covers (RUNNING, and restart its group) or not
     (FAILED, and record it); a retry in progress (RUNNING). Otherwise the generic rule,
-    :func:`~anylaunch.schedulers.common.roles.aggregate_replica_states`, gives the app's state.
+    :func:`~anylaunch.schedulers.common.states.aggregate_replica_states`, gives the app's state.
     """
     replicas = [c for c in containers if c.kind == _KIND_REPLICA]
     events = [c for c in containers if c.kind == _KIND_EVENT]

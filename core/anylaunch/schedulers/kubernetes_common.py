@@ -54,12 +54,8 @@ from anylaunch.schedulers.api import (
     Stream,
 )
 from anylaunch.schedulers.common.changes import ChangeFeed
-from anylaunch.schedulers.common.roles import (
-    RANK0_ENV,
-    aggregate_replica_states,
-    check_image_ref,
-    role_from_record,
-)
+from anylaunch.schedulers.common.roles import RANK0_ENV, check_image_ref, role_from_record
+from anylaunch.schedulers.common.states import aggregate_replica_states
 from anylaunch.schedulers.kubernetes_client import (
     KubeClient,
     KubernetesApiError,

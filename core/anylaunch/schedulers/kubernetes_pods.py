@@ -6,9 +6,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from anylaunch.schedulers.common.roles import (
-    RANK0_ENV,
-)
+from anylaunch.schedulers.common.roles import RANK0_ENV
 from anylaunch.schedulers.kubernetes_names import (
     _FIELD_REF,
     _ROLE_CONTAINER_FIELDS,

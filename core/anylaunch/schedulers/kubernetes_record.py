@@ -11,11 +11,11 @@ Where it lives:
   its workload is deleted, so it still describes as CANCELLED until it is deleted. A record
   ConfigMap, when there is one, is the app's record (it is the newer).
 
-Roles are written with the shared :func:`~anylaunch.schedulers.common.roles.role_record`, secret env
-values masked (a record is readable by whoever may read the namespace's objects; the pods'
-own specs hold the real values), and read back with
-:func:`~anylaunch.schedulers.common.roles.role_from_record`, which also reads the records of earlier
-versions (apps launched before an upgrade still describe).
+Roles are written with the shared :func:`~anylaunch.schedulers.common.roles.role_record`,
+secret env values masked (a record is readable by whoever may read the namespace's objects;
+the pods' own specs hold the real values), and read back with
+:func:`~anylaunch.schedulers.common.roles.role_from_record`, which also reads the records of
+earlier versions (apps launched before an upgrade still describe).
 """
 
 from __future__ import annotations

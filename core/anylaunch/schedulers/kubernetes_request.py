@@ -9,7 +9,6 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from anylaunch.schedulers.common.roles import mask_env
 from anylaunch.schedulers.kubernetes_names import (
     LABEL_APP_ID,
     LABEL_APP_NAME,
@@ -31,6 +30,7 @@ from anylaunch.schedulers.kubernetes_pods import (
     role_to_pod,
 )
 from anylaunch.specs.api import AppDef, Role
+from anylaunch.specs.secrets import mask_env
 
 
 @dataclass

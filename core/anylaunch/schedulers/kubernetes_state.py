@@ -2,7 +2,7 @@
 pending reasons and exit codes, the app's state, and the description built from them.
 
 The app's state from its replicas' is the shared rule
-(:func:`~anylaunch.schedulers.common.roles.aggregate_replica_states`); what Kubernetes adds is in
+(:func:`~anylaunch.schedulers.common.states.aggregate_replica_states`); what Kubernetes adds is in
 :func:`app_verdict`: the workload's own state where it has one (a Volcano Job's phase, an
 AppWrapper's state), the cancel mark on the app record, and workload objects gone missing.
 """
@@ -14,9 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from anylaunch.schedulers.api import DescribeAppResponse
-from anylaunch.schedulers.common.roles import (
-    aggregate_replica_states,
-)
+from anylaunch.schedulers.common.states import aggregate_replica_states
 from anylaunch.schedulers.kubernetes_names import (
     LABEL_APP_ID,
     LABEL_MODE,

@@ -10,9 +10,7 @@ import subprocess
 from dataclasses import dataclass, field
 from typing import Any
 
-from anylaunch.schedulers.common.roles import (
-    RANK0_ENV,
-)
+from anylaunch.schedulers.common.roles import RANK0_ENV
 from anylaunch.specs.api import (
     Role,
     macros,

@@ -39,13 +39,8 @@ from anylaunch.schedulers.api import (
 )
 from anylaunch.schedulers.common.app_ids import is_valid_app_id, make_app_id
 from anylaunch.schedulers.common.changes import ChangeFeed
-from anylaunch.schedulers.common.roles import (
-    RANK0_ENV,
-    aggregate_replica_states,
-    check_no_nul,
-    role_from_record,
-    role_record,
-)
+from anylaunch.schedulers.common.roles import RANK0_ENV, check_no_nul, role_from_record, role_record
+from anylaunch.schedulers.common.states import aggregate_replica_states
 from anylaunch.schedulers.common.tail import ChangeWaiter, follow, iter_lines
 from anylaunch.schedulers.local_request import (
     _SUPERVISOR_MODULE,
@@ -103,7 +98,7 @@ def app_state(state: Mapping[str, Any]) -> AppState:
     app yet) and a terminal state (its decision after retries, a cancel, its crash, or a
     take-over of an app whose supervisor is gone) are the app's state as recorded. While it
     runs the app, the replicas' states add up by the shared rule
-    (:func:`~anylaunch.schedulers.common.roles.aggregate_replica_states`), except that the app is
+    (:func:`~anylaunch.schedulers.common.states.aggregate_replica_states`), except that the app is
     not over before the supervisor says so: until it recorded the end, it is still stopping
     processes (or restarting them), and the app stays as recorded.
 

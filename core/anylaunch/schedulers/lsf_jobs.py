@@ -10,10 +10,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from anylaunch.schedulers.common.app_ids import make_app_id
-from anylaunch.schedulers.common.roles import (
-    RANK0_ENV,
-    is_secret_env_name,
-)
+from anylaunch.schedulers.common.roles import RANK0_ENV
 from anylaunch.schedulers.lsf_names import (
     _CONTROL,
     _PROJECT,
@@ -39,6 +36,7 @@ from anylaunch.specs.errors import (
     InvalidRunConfigException,
     InvalidSpecError,
 )
+from anylaunch.specs.secrets import is_secret_env_name
 
 log: logging.Logger = logging.getLogger(__name__)
 

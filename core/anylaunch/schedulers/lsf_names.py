@@ -8,7 +8,7 @@ import shlex
 from dataclasses import dataclass, field
 
 from anylaunch.schedulers.api import Stream
-from anylaunch.schedulers.common.roles import heredoc
+from anylaunch.schedulers.common.shell import heredoc
 from anylaunch.specs.api import AppState
 from anylaunch.specs.errors import AnylaunchError, BackendUnreachableError
 from anylaunch.specs.structured_opts import StructuredOpts

@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from anylaunch.schedulers.common.roles import aggregate_replica_states
+from anylaunch.schedulers.common.states import aggregate_replica_states
 from anylaunch.schedulers.lsf_names import (
     _KILLED,
     LSF_STATES,

@@ -11,11 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from anylaunch.schedulers.common.roles import (
-    RANK0_ENV,
-    heredoc,
-    is_secret_env_name,
-)
+from anylaunch.schedulers.common.roles import RANK0_ENV
+from anylaunch.schedulers.common.shell import heredoc
 from anylaunch.schedulers.slurm_query import (
     SlurmCommandError,
     run_slurm,
@@ -25,6 +22,7 @@ from anylaunch.specs.api import (
     macros,
 )
 from anylaunch.specs.errors import InvalidRunConfigException
+from anylaunch.specs.secrets import is_secret_env_name
 from anylaunch.specs.structured_opts import StructuredOpts
 
 BACKEND = "slurm"

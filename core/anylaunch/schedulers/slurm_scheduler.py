@@ -40,10 +40,8 @@ from anylaunch.schedulers.api import (
     Scheduler,
     Stream,
 )
-from anylaunch.schedulers.common.roles import (
-    RANK0_ENV,
-    aggregate_replica_states,
-)
+from anylaunch.schedulers.common.roles import RANK0_ENV
+from anylaunch.schedulers.common.states import aggregate_replica_states
 from anylaunch.schedulers.slurm_query import (
     SlurmCommandError,
     SlurmJob,

@@ -1,29 +1,26 @@
-"""Behaviour every scheduler shares: secret env names, NUL checks, role records and how the
-states of an app's replicas add up to the app's state.
+"""What every backend asks of a role and keeps of it: no NUL byte in what a process gets, a
+container image reference where replicas run in containers, the rank-0 host variable, and the
+role's record (the plain data a backend stores with an app to describe it later).
 
-Scheduler modules import these from here (never from another scheduler's module), so each
-rule has one definition and one answer for the same input.
+Backends import these from here (never from another backend's package), so each rule has one
+definition and one answer for the same input.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
-from anylaunch.specs.api import AppState, Role
+from anylaunch.specs.api import Role
 from anylaunch.specs.errors import InvalidSpecError
 from anylaunch.specs.secrets import is_secret_env_name, mask_env
 
 __all__ = [
     "RANK0_ENV",
-    "aggregate_replica_states",
     "check_image_ref",
     "check_no_nul",
     "check_role_no_nul",
-    "heredoc",
-    "is_secret_env_name",
-    "mask_env",
     "role_from_record",
     "role_record",
 ]
@@ -103,51 +100,6 @@ def check_image_ref(role: Role, backend: str) -> None:
         )
 
 
-#: Replica states in the order they decide an app's state (see aggregate_replica_states).
-_BEFORE_START = (AppState.PENDING, AppState.SUBMITTED, AppState.UNSUBMITTED)
-
-
-def aggregate_replica_states(states: Iterable[AppState]) -> AppState:
-    """The state of an app from the states of its replicas (after the backend applied its
-    retries), with one answer for every input:
-
-    1. no replicas: UNKNOWN
-    2. any FAILED: FAILED (a gang app fails when one replica fails for good)
-    3. any CANCELLED: CANCELLED
-    4. all SUCCEEDED: SUCCEEDED
-    5. any RUNNING, or some SUCCEEDED and the rest not finished: RUNNING (started, not done)
-    6. otherwise the most advanced of PENDING, SUBMITTED, UNSUBMITTED present
-    7. otherwise (only UNKNOWN): UNKNOWN
-
-    An UNKNOWN replica next to known ones does not hide what the others say.
-
-    >>> S = AppState
-    >>> aggregate_replica_states([S.UNKNOWN, S.RUNNING]).name
-    'RUNNING'
-    >>> aggregate_replica_states([S.SUCCEEDED, S.PENDING]).name
-    'RUNNING'
-    >>> aggregate_replica_states([S.RUNNING, S.FAILED, S.CANCELLED]).name
-    'FAILED'
-    >>> aggregate_replica_states([S.UNKNOWN, S.PENDING]).name, aggregate_replica_states([]).name
-    ('PENDING', 'UNKNOWN')
-    """
-    present = set(states)
-    if not present:
-        return AppState.UNKNOWN
-    if AppState.FAILED in present:
-        return AppState.FAILED
-    if AppState.CANCELLED in present:
-        return AppState.CANCELLED
-    if present == {AppState.SUCCEEDED}:
-        return AppState.SUCCEEDED
-    if AppState.RUNNING in present or AppState.SUCCEEDED in present:
-        return AppState.RUNNING
-    for state in _BEFORE_START:
-        if state in present:
-            return state
-    return AppState.UNKNOWN
-
-
 def role_record(role: Role, mask_secrets: bool = False) -> dict[str, Any]:
     """The plain-data record of a role that a backend keeps with the app (labels, a
     ConfigMap, a state file) to describe it later: the same form everywhere,
@@ -176,23 +128,3 @@ def role_from_record(record: Mapping[str, Any]) -> Role:
     from anylaunch.specs.serialize import role_from_dict
 
     return role_from_dict(record)
-
-
-def heredoc(command: str, content: str, terminator: str = "ANYLAUNCH_EOF") -> str:
-    """``command <<'TERMINATOR'`` + ``content`` + the terminator: a here-document safe to paste
-    whatever ``content`` holds. The terminator is quoted (nothing in the content expands) and
-    made unique: if a line of the content equals it, a numbered one is used.
-
-    >>> print(heredoc("sbatch", "echo hi\\nANYLAUNCH_EOF\\n"))
-    sbatch <<'ANYLAUNCH_EOF_1'
-    echo hi
-    ANYLAUNCH_EOF
-    ANYLAUNCH_EOF_1
-    """
-    lines = set(content.splitlines())
-    chosen, n = terminator, 0
-    while chosen in lines:
-        n += 1
-        chosen = f"{terminator}_{n}"
-    body = content if content.endswith("\n") else content + "\n"
-    return f"{command} <<'{chosen}'\n{body}{chosen}"
