@@ -24,7 +24,7 @@ from anylaunch.specs.structured_opts import StructuredOpts
 log: logging.Logger = logging.getLogger(__name__)
 
 BACKEND = "local_cwd"
-_SUPERVISOR_MODULE = "anylaunch.schedulers.local_supervisor"
+_SUPERVISOR_MODULE = "anylaunch.schedulers.local.supervisor"
 #: How long ``schedule`` waits for the supervisor to confirm it started.
 DEFAULT_START_TIMEOUT_S = 30.0
 

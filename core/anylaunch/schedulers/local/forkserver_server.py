@@ -1,6 +1,6 @@
-"""The fork-server process of :mod:`anylaunch.schedulers.local_forkserver` (its protocol,
+"""The fork-server process of :mod:`anylaunch.schedulers.local.forkserver` (its protocol,
 client side and design notes are there): ``python -S -E -m
-anylaunch.schedulers.local_forkserver_server ROOT NAME``. Single-threaded: it keeps spares
+anylaunch.schedulers.local.forkserver_server ROOT NAME``. Single-threaded: it keeps spares
 forked ahead of time, hands their pipes to launchers, reaps its children and exits when idle.
 """
 
@@ -13,7 +13,7 @@ import struct
 import sys
 import time
 
-from anylaunch.schedulers.local_forkserver import (
+from anylaunch.schedulers.local.forkserver import (
     _BURST_GAP_S,
     _FRAME,
     _GATE_BURST_S,
@@ -212,7 +212,7 @@ class _Server:
             conn.close()
 
     def fork_spares(self, count: int) -> None:
-        from anylaunch.schedulers.local_state import process_start_time
+        from anylaunch.schedulers.local.state import process_start_time
 
         for stream in (sys.stdout, sys.stderr):
             stream.flush()  # or the children would write the parent's buffered output again
@@ -256,7 +256,7 @@ class _Server:
                 os.close(self.gate[1])
             import select
 
-            from anylaunch.schedulers import local_supervisor
+            from anylaunch.schedulers.local import supervisor
 
             born = time.monotonic()
             if gate < 0:
@@ -264,7 +264,7 @@ class _Server:
                 # supervisor writes to, not when its app starts (during a burst it would
                 # take the CPU from the server and the launcher: it waits at the gate)
                 with contextlib.suppress(Exception):
-                    local_supervisor.prepare_spare()
+                    supervisor.prepare_spare()
             if gate >= 0:
                 # the gate first: a launcher assigning us meanwhile wakes nobody
                 select.select([gate], [], [], _GATE_MAX_HOLD_S)
@@ -286,8 +286,8 @@ class _Server:
                 and isinstance(umask, int)
             ):
                 raise ValueError("malformed assignment")  # (not quoted: it holds the env)
-            from anylaunch.schedulers import local_state as ls
-            from anylaunch.schedulers import local_supervisor
+            from anylaunch.schedulers.local import state as ls
+            from anylaunch.schedulers.local import supervisor
 
             log = os.open(
                 os.path.join(app_dir, ls.SUPERVISOR_LOG),
@@ -303,7 +303,7 @@ class _Server:
             os.umask(umask)
             # the replicas get the launcher's environment; this process keeps the server's
             # (rewriting os.environ here would cost more than the rest of the start)
-            code = local_supervisor.main([app_dir], env=env)
+            code = supervisor.main([app_dir], env=env)
         except BaseException:
             _print_exception()
         finally:
@@ -322,7 +322,7 @@ def _print_exception() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point: ``python -m anylaunch.schedulers.local_forkserver ROOT NAME [--idle S]
+    """Entry point: ``python -m anylaunch.schedulers.local.forkserver ROOT NAME [--idle S]
     [--ready-fd FD]``; writes ``ready`` to FD once it listens on ``ROOT/NAME.sock``."""
     args = sys.argv[1:] if argv is None else argv
     usage = f"usage: python -m {MODULE} ROOT NAME [--idle SECONDS] [--ready-fd FD]"
@@ -338,9 +338,9 @@ def main(argv: list[str] | None = None) -> int:
     import gc
     import select  # noqa: F401
 
-    from anylaunch.schedulers import local_supervisor
+    from anylaunch.schedulers.local import supervisor
 
-    local_supervisor.warm_up()
+    supervisor.warm_up()
 
     try:
         os.chdir(root)

@@ -38,7 +38,6 @@ import threading
 import time
 from collections.abc import Collection
 
-from anylaunch.schedulers import local_state as ls
 from anylaunch.schedulers.common.app_ids import is_valid_app_id
 from anylaunch.schedulers.common.changes import ManualChangeFeed
 from anylaunch.schedulers.common.inotify import (
@@ -57,6 +56,7 @@ from anylaunch.schedulers.common.inotify import (
     inotify_init,
     rm_watch,
 )
+from anylaunch.schedulers.local import state as ls
 
 __all__ = ["FORGET_AFTER_S", "LocalChangeFeed", "feed_for"]
 

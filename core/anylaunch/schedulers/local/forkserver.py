@@ -1,9 +1,9 @@
 """A warm fork-server that has ``local_cwd`` supervisors waiting before apps are launched.
 
-Starting a supervisor as ``python -m anylaunch.schedulers.local_supervisor`` costs an
+Starting a supervisor as ``python -m anylaunch.schedulers.local.supervisor`` costs an
 interpreter start and its imports (tens of ms of CPU) per app. Instead, the first launch starts
 one small detached server per (state root, interpreter, anylaunch code, cgroup and mount
-namespace), run as ``python -S -E -m anylaunch.schedulers.local_forkserver_server ROOT NAME``. It is
+namespace), run as ``python -S -E -m anylaunch.schedulers.local.forkserver_server ROOT NAME``. It is
 single-threaded, has the supervisor code imported, and listens on the unix socket
 ``ROOT/NAME.sock`` (mode 0600; the state root is private to the user, and peers of another uid
 are refused).
@@ -53,7 +53,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
     from typing import Any
 
-MODULE = "anylaunch.schedulers.local_forkserver_server"
+MODULE = "anylaunch.schedulers.local.forkserver_server"
 DISABLE_ENV = "ANYLAUNCH_LOCAL_FORKSERVER"
 IDLE_ENV = "ANYLAUNCH_LOCAL_FORKSERVER_IDLE_S"
 DEFAULT_IDLE_S = 60.0
@@ -88,7 +88,7 @@ _MAX_MESSAGE = 64 << 20
 _MAX_SOCKET_PATH = 100
 _FRAME = struct.Struct("!I")  # every message is prefixed with its length
 _HERE = os.path.dirname(os.path.abspath(__file__))
-_PACKAGE_ROOT = os.path.dirname(os.path.dirname(_HERE))
+_PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(_HERE)))
 
 
 class ForkServerError(Exception):
@@ -190,7 +190,7 @@ def server_name(executable: str | None = None) -> str:
         from anylaunch import __version__
 
         parts = [exe, _PACKAGE_ROOT, __version__, str(os.getuid())]
-        for module in ("local_forkserver.py", "local_supervisor.py", "local_state.py"):
+        for module in ("forkserver.py", "supervisor.py", "state.py"):
             with contextlib.suppress(OSError):
                 st = os.stat(os.path.join(_HERE, module))
                 parts.append(f"{module}:{st.st_mtime_ns}:{st.st_size}")
@@ -315,7 +315,7 @@ class Reservation:
 
     def usable(self) -> bool:
         """True if the spare still waits, with enough time left to be assigned."""
-        from anylaunch.schedulers.local_state import is_alive
+        from anylaunch.schedulers.local.state import is_alive
 
         left = self.expires - time.monotonic()
         return self._pipe >= 0 and left > _MIN_LEFT_S and is_alive(self.pid, self.start_time)
@@ -609,8 +609,8 @@ def _log_fallback(error: BaseException) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """The server's entry point (see :mod:`anylaunch.schedulers.local_forkserver_server`)."""
-    from anylaunch.schedulers.local_forkserver_server import main as server_main
+    """The server's entry point (see :mod:`anylaunch.schedulers.local.forkserver_server`)."""
+    from anylaunch.schedulers.local.forkserver_server import main as server_main
 
     return server_main(argv)
 

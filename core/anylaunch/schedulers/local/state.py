@@ -12,7 +12,7 @@ Every app has one directory under the state root (env ``ANYLAUNCH_LOCAL_STATE_DI
 - ``cancel_requested``: present once someone asked to cancel
 
 The state root also holds the warm fork-server's socket, lock and log
-(``.forkserver-<hash>.{sock,lock,log}``, see :mod:`anylaunch.schedulers.local_forkserver`).
+(``.forkserver-<hash>.{sock,lock,log}``, see :mod:`anylaunch.schedulers.local.forkserver`).
 An app directory is created complete (its request) under a temporary name and renamed into
 place; the supervisor creates the log files, and each log's index once it has data.
 

@@ -1,9 +1,9 @@
 """The ``local_cwd`` scheduler: runs every replica as a local process, visible to any process.
 
-Each app gets a directory under the state root (see :mod:`anylaunch.schedulers.local_state`)
-and a small detached supervisor (:mod:`anylaunch.schedulers.local_supervisor`) that owns the
+Each app gets a directory under the state root (see :mod:`anylaunch.schedulers.local.state`)
+and a small detached supervisor (:mod:`anylaunch.schedulers.local.supervisor`) that owns the
 replicas, writes their logs and records every state transition on disk. Supervisors come ready
-from a warm fork-server per state root (:mod:`anylaunch.schedulers.local_forkserver`), or are
+from a warm fork-server per state root (:mod:`anylaunch.schedulers.local.forkserver`), or are
 started as a new interpreter when it cannot be used. Any process (a second
 ``anylaunch status``, an Airflow trigger, a retry of a crashed worker) can therefore describe,
 stream logs from, cancel, list and delete an app by its id, even after the launching process
@@ -29,7 +29,6 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from anylaunch.schedulers import local_state as ls
 from anylaunch.schedulers.api import (
     CANCEL_REQUESTED,
     DescribeAppResponse,
@@ -42,7 +41,8 @@ from anylaunch.schedulers.common.changes import ChangeFeed
 from anylaunch.schedulers.common.roles import RANK0_ENV, check_no_nul, role_from_record, role_record
 from anylaunch.schedulers.common.states import aggregate_replica_states
 from anylaunch.schedulers.common.tail import ChangeWaiter, follow, iter_lines
-from anylaunch.schedulers.local_request import (
+from anylaunch.schedulers.local import state as ls
+from anylaunch.schedulers.local.request import (
     _SUPERVISOR_MODULE,
     BACKEND,
     DEFAULT_START_TIMEOUT_S,
@@ -196,7 +196,7 @@ class LocalScheduler(Scheduler[Mapping[str, CfgVal]]):
     def change_feed(self) -> ChangeFeed:
         """The process-wide feed of this state root's app changes: inotify on the apps'
         state files where Linux offers it, else a cheap stat poll of them
-        (:mod:`~anylaunch.schedulers.local_changes`).
+        (:mod:`~anylaunch.schedulers.local.changes`).
 
         >>> import tempfile
         >>> with tempfile.TemporaryDirectory() as root:
@@ -206,7 +206,7 @@ class LocalScheduler(Scheduler[Mapping[str, CfgVal]]):
         >>> same
         True
         """
-        from anylaunch.schedulers.local_changes import feed_for
+        from anylaunch.schedulers.local.changes import feed_for
 
         return feed_for(self.state_root())
 
@@ -277,7 +277,7 @@ class LocalScheduler(Scheduler[Mapping[str, CfgVal]]):
 
         The app is SUBMITTED until the supervisor has started its replicas; a supervisor that
         fails to start is reported by ``describe`` as FAILED with its log. The supervisor comes
-        from the state root's warm fork-server (:mod:`~anylaunch.schedulers.local_forkserver`)
+        from the state root's warm fork-server (:mod:`~anylaunch.schedulers.local.forkserver`)
         when it can be used, else it is started as a new interpreter.
 
         Raises:
@@ -292,7 +292,7 @@ class LocalScheduler(Scheduler[Mapping[str, CfgVal]]):
                 "is not a local_cwd request",
                 "create it with the local_cwd scheduler's submit_dryrun",
             )
-        from anylaunch.schedulers.local_forkserver import reserve
+        from anylaunch.schedulers.local.forkserver import reserve
 
         # A warm fork-server has a supervisor process waiting: it is recorded with the app,
         # then told which app it runs. Else (or if it died meanwhile) start an interpreter.
@@ -315,7 +315,7 @@ class LocalScheduler(Scheduler[Mapping[str, CfgVal]]):
         supervisor_log = open(app_dir / ls.SUPERVISOR_LOG, "ab")  # noqa: SIM115 (given to Popen)
         # `-m` puts the working directory on sys.path: run from the directory holding the
         # anylaunch package, so the supervisor imports this very copy of it.
-        package_root = Path(__file__).resolve().parents[2]
+        package_root = Path(__file__).resolve().parents[3]
         try:
             proc = subprocess.Popen(
                 # -S -E: the supervisor needs only the stdlib and this package (on sys.path via

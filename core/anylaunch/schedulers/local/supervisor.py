@@ -1,7 +1,7 @@
 """The detached process that owns the replicas of one ``local_cwd`` app.
 
-Run as ``python -m anylaunch.schedulers.local_supervisor APP_DIR``, or forked by the warm
-fork-server (:mod:`anylaunch.schedulers.local_forkserver`) which calls :func:`main`; either way
+Run as ``python -m anylaunch.schedulers.local.supervisor APP_DIR``, or forked by the warm
+fork-server (:mod:`anylaunch.schedulers.local.forkserver`) which calls :func:`main`; either way
 it runs in its own session, so it outlives the process that launched the app. It:
 
 - claims the app under its lock (SUBMITTED -> RUNNING, with its pid and its replicas'): a
@@ -19,7 +19,7 @@ it runs in its own session, so it outlives the process that launched the app. It
 The app state it records is its own decision: FAILED once a replica failed with no retry
 left, CANCELLED on a cancel, the end only once the app's processes are gone (SUCCEEDED when
 no replica failed for good). Readers add the replicas' states up with the rule every
-scheduler shares while it runs the app (:func:`anylaunch.schedulers.local_scheduler.app_state`);
+scheduler shares while it runs the app (:func:`anylaunch.schedulers.local.scheduler.app_state`);
 it does not import that rule (nor the specs): its imports are its start-up cost.
 
 It is a child subreaper (Linux ``PR_SET_CHILD_SUBREAPER``): a process a replica starts in a
@@ -41,7 +41,7 @@ import sys
 import time
 from collections import deque
 
-from anylaunch.schedulers import local_state as ls
+from anylaunch.schedulers.local import state as ls
 
 TYPE_CHECKING = False  # the supervisor starts per app: keep typing (~8 ms) out of it
 if TYPE_CHECKING:
@@ -669,13 +669,13 @@ def prepare_spare() -> None:
 
 
 def main(argv: list[str] | None = None, env: dict[str, str] | None = None) -> int:
-    """Entry point: ``python -m anylaunch.schedulers.local_supervisor APP_DIR``.
+    """Entry point: ``python -m anylaunch.schedulers.local.supervisor APP_DIR``.
 
     ``env`` is the environment the replicas start from (default: this process's).
     """
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 1:
-        print("usage: python -m anylaunch.schedulers.local_supervisor APP_DIR", file=sys.stderr)
+        print("usage: python -m anylaunch.schedulers.local.supervisor APP_DIR", file=sys.stderr)
         return 2
     app_dir = os.path.abspath(args[0])
     supervisor: Supervisor | None = None
