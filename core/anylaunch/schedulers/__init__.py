@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 #: Built-in schedulers, in order: the first is the default.
 DEFAULT_SCHEDULER_MODULES: dict[str, str] = {
     "local_cwd": "anylaunch.schedulers.local.scheduler",
-    "local_docker": "anylaunch.schedulers.docker_scheduler",
+    "local_docker": "anylaunch.schedulers.docker.scheduler",
     "slurm": "anylaunch.schedulers.slurm_scheduler",
     "kubernetes": "anylaunch.schedulers.kubernetes_scheduler",
     "kubernetes_mcad": "anylaunch.schedulers.kubernetes_mcad_scheduler",

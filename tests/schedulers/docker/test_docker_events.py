@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 
 from anylaunch.runner.wake import scheduler_change_feed
-from anylaunch.schedulers import docker_events
-from anylaunch.schedulers.docker_events import DockerEventFeed
-from anylaunch.schedulers.docker_scheduler import (
+from anylaunch.schedulers.docker import events as docker_events
+from anylaunch.schedulers.docker.events import DockerEventFeed
+from anylaunch.schedulers.docker.scheduler import (
     DockerEngineUnavailableError,
     DockerScheduler,
 )

@@ -13,7 +13,7 @@ import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from anylaunch.schedulers.docker_request import (
+from anylaunch.schedulers.docker.request import (
     _KIND_EVENT,
     _T,
     BACKEND,
@@ -30,7 +30,7 @@ from anylaunch.schedulers.docker_request import (
     DockerImageNotFoundError,
     DockerSchedulerError,
 )
-from anylaunch.schedulers.docker_state import _Container
+from anylaunch.schedulers.docker.state import _Container
 from anylaunch.sdk import require_sdk
 
 __all__ = [

@@ -29,8 +29,6 @@ import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from anylaunch.schedulers import docker_engine as engine
-from anylaunch.schedulers import docker_events
 from anylaunch.schedulers.api import (
     DescribeAppResponse,
     ListAppResponse,
@@ -38,9 +36,10 @@ from anylaunch.schedulers.api import (
     Scheduler,
     Stream,
 )
-from anylaunch.schedulers.docker_containers import build_request
-from anylaunch.schedulers.docker_logs import follow_container_log, read_container_log
-from anylaunch.schedulers.docker_request import (
+from anylaunch.schedulers.docker import engine, events
+from anylaunch.schedulers.docker.containers import build_request
+from anylaunch.schedulers.docker.logs import follow_container_log, read_container_log
+from anylaunch.schedulers.docker.request import (
     _APP_ID,
     _KIND_REPLICA,
     BACKEND,
@@ -61,7 +60,7 @@ from anylaunch.schedulers.docker_request import (
     format_request,
     make_app_id,
 )
-from anylaunch.schedulers.docker_state import (
+from anylaunch.schedulers.docker.state import (
     _Container,
     _evaluate,
     _Verdict,
@@ -126,7 +125,7 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Mapping[str, CfgVal]]):
         self._docker_host = docker_host
         self.start_timeout = check_seconds("start_timeout", start_timeout, positive=True)
         self.__client = client
-        self._feed: docker_events.DockerEventFeed | None = None
+        self._feed: events.DockerEventFeed | None = None
         self._feed_lock = threading.Lock()
 
     # --- the engine -----------------------------------------------------------------------
@@ -150,10 +149,10 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Mapping[str, CfgVal]]):
     def _workspace_docker_client(self) -> Any:
         return self._client()
 
-    def change_feed(self) -> docker_events.DockerEventFeed:
+    def change_feed(self) -> events.DockerEventFeed:
         """The process-wide feed of the engine's app changes: one stream of its container
         events, shared by every scheduler of the same :attr:`docker_host`
-        (:mod:`~anylaunch.schedulers.docker_events`); released by :meth:`close`. The feed
+        (:mod:`~anylaunch.schedulers.docker.events`); released by :meth:`close`. The feed
         has its own connection to :attr:`docker_host` (also when a ``client`` was given).
         Drivers that cannot get it (see ``anylaunch.runner.wake.scheduler_change_feed``)
         poll on their interval instead.
@@ -167,8 +166,8 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Mapping[str, CfgVal]]):
             if feed is None or not feed.usable:
                 self._feed = None
                 if feed is not None:
-                    docker_events.release(feed)
-                feed = self._feed = docker_events.acquire(
+                    events.release(feed)
+                feed = self._feed = events.acquire(
                     self.docker_host, lambda: engine.connect(self._docker_host, self.docker_host)
                 )
             return feed
@@ -179,7 +178,7 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Mapping[str, CfgVal]]):
         with self._feed_lock:
             feed, self._feed = self._feed, None
         if feed is not None:
-            docker_events.release(feed)
+            events.release(feed)
         client, self.__client = self.__client, None
         if client is not None:
             with contextlib.suppress(Exception):

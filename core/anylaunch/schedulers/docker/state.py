@@ -12,7 +12,7 @@ from typing import Any
 from anylaunch.schedulers.api import DescribeAppResponse
 from anylaunch.schedulers.common.roles import role_from_record
 from anylaunch.schedulers.common.states import aggregate_replica_states
-from anylaunch.schedulers.docker_request import (
+from anylaunch.schedulers.docker.request import (
     _EXITED,
     _KIND_EVENT,
     _KIND_REPLICA,

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from anylaunch.schedulers.common.roles import RANK0_ENV, check_image_ref, check_no_nul, role_record
-from anylaunch.schedulers.docker_request import (
+from anylaunch.schedulers.docker.request import (
     _KIND_REPLICA,
     _VOLUME_NAME,
     BACKEND,

@@ -47,7 +47,7 @@ from typing import Any
 
 from anylaunch.schedulers.common.changes import ManualChangeFeed
 from anylaunch.schedulers.common.pool import SharedPool
-from anylaunch.schedulers.docker_request import LABEL_APP_ID
+from anylaunch.schedulers.docker.request import LABEL_APP_ID
 
 __all__ = [
     "MAX_BACKOFF_S",

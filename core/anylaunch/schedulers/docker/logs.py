@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from anylaunch.schedulers.api import split_lines, split_lines_iterator
-from anylaunch.schedulers.docker_request import _POLL_MAX_S, BACKEND, _parse_time
+from anylaunch.schedulers.docker.request import _POLL_MAX_S, BACKEND, _parse_time
 from anylaunch.sdk import require_sdk
 
 __all__ = ["follow_container_log", "read_container_log"]
