@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 import yaml
 
-from anylaunch.schedulers.kubernetes_common import KubeClient, KubernetesValidationError
-from anylaunch.schedulers.kubernetes_mcad_scheduler import (
+from anylaunch.schedulers.kubernetes.common import KubeClient, KubernetesValidationError
+from anylaunch.schedulers.kubernetes.mcad import (
     MCAD_API_VERSION,
     PODGROUP_API_VERSION,
     KubernetesMCADScheduler,

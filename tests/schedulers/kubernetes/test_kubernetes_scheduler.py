@@ -13,13 +13,13 @@ from typing import Any
 import pytest
 import yaml
 
-from anylaunch.schedulers.kubernetes_common import (
+from anylaunch.schedulers.kubernetes.common import (
     KubeClient,
     KubernetesApiError,
     KubernetesSchedulerError,
     KubernetesValidationError,
 )
-from anylaunch.schedulers.kubernetes_scheduler import (
+from anylaunch.schedulers.kubernetes.scheduler import (
     VOLCANO_API_VERSION,
     KubernetesScheduler,
     create_scheduler,

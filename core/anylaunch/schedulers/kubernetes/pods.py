@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from anylaunch.schedulers.common.roles import RANK0_ENV
-from anylaunch.schedulers.kubernetes_names import (
+from anylaunch.schedulers.kubernetes.names import (
     _FIELD_REF,
     _ROLE_CONTAINER_FIELDS,
     _SHM_VOLUME,

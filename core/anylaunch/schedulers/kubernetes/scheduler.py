@@ -14,7 +14,7 @@ Two modes (run option ``mode``):
   scheduled (``minAvailable``) in a Volcano ``queue``, restarted per the role's retry policy
   (APPLICATION and ROLE restart the job, REPLICA the task) up to ``maxRetry``.
 
-Every app has a record (see :mod:`anylaunch.schedulers.kubernetes_record`): in jobs mode an
+Every app has a record (see :mod:`anylaunch.schedulers.kubernetes.record`): in jobs mode an
 annotation of its rank-0 Job, which is created first, so launching an app writes its Jobs (and
 Service) and nothing else; in volcano mode a ConfigMap.
 App ids are ``{namespace}:{name}``. Rank-0 discovery: ``ANYLAUNCH_RANK0_HOST`` is the rank-0
@@ -49,14 +49,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from anylaunch.schedulers.kubernetes_common import (
+from anylaunch.schedulers.kubernetes.common import (
     KubeClient as KubeClient,  # re-exported: the module's old public name
 )
-from anylaunch.schedulers.kubernetes_common import (
+from anylaunch.schedulers.kubernetes.common import (
     KubernetesSchedulerBase,
     utc_now,
 )
-from anylaunch.schedulers.kubernetes_names import (
+from anylaunch.schedulers.kubernetes.names import (
     ANNOTATION_RECORD,
     ANNOTATION_STOPPED,
     RECORD_ANNOTATION_MAX,
@@ -64,16 +64,16 @@ from anylaunch.schedulers.kubernetes_names import (
     make_app_name,
     role_dns_names,
 )
-from anylaunch.schedulers.kubernetes_pods import PodOptions, apply_overlays
-from anylaunch.schedulers.kubernetes_record import CONFIGMAP
-from anylaunch.schedulers.kubernetes_request import (
+from anylaunch.schedulers.kubernetes.pods import PodOptions, apply_overlays
+from anylaunch.schedulers.kubernetes.record import CONFIGMAP
+from anylaunch.schedulers.kubernetes.request import (
     RANK0_IP_PLACEHOLDER,
     KubernetesRequest,
     app_labels,
     headless_service,
     replica_pods,
 )
-from anylaunch.schedulers.kubernetes_state import (
+from anylaunch.schedulers.kubernetes.state import (
     AppView,
     ReplicaView,
     group_by_replica,

@@ -15,8 +15,8 @@ from datetime import datetime, timezone
 from typing import Any
 
 from anylaunch.schedulers.api import split_lines_iterator
-from anylaunch.schedulers.kubernetes_client import KubeClient, KubernetesApiError
-from anylaunch.schedulers.kubernetes_state import newest
+from anylaunch.schedulers.kubernetes.client import KubeClient, KubernetesApiError
+from anylaunch.schedulers.kubernetes.state import newest
 
 __all__ = ["pod_log_lines"]
 

@@ -5,25 +5,25 @@ the logs of apps made of labelled objects, for both.
 Its parts live in modules of their own, re-exported here (this module's public names are
 unchanged):
 
-- :mod:`~anylaunch.schedulers.kubernetes_names`: names, labels and the shared run options.
+- :mod:`~anylaunch.schedulers.kubernetes.names`: names, labels and the shared run options.
   Every object of an app carries ``anylaunch.io/app-id`` (and role/replica labels), so one list
   call by label selector serves a whole app (or many apps).
-- :mod:`~anylaunch.schedulers.kubernetes_pods`: a Role as a pod (resources, env with field
+- :mod:`~anylaunch.schedulers.kubernetes.pods`: a Role as a pod (resources, env with field
   refs, mounts, ``/dev/shm``, ports, node selector, service account, priority class, pull
   policy) and overlays with a blocklist.
-- :mod:`~anylaunch.schedulers.kubernetes_request`: the request (objects, masked printing), the
+- :mod:`~anylaunch.schedulers.kubernetes.request`: the request (objects, masked printing), the
   replicas' pods and the headless Service.
-- :mod:`~anylaunch.schedulers.kubernetes_record`: the app *record*, what ``describe`` needs to
+- :mod:`~anylaunch.schedulers.kubernetes.record`: the app *record*, what ``describe`` needs to
   rebuild the roles (secret values masked): an annotation of the app's rank-0 Job in ``jobs``
   mode, else a ConfigMap named after the app. A cancel writes it (with the cancellation mark)
   to that ConfigMap before it deletes the workload, so a cancelled app still describes as
   CANCELLED until it is deleted.
-- :mod:`~anylaunch.schedulers.kubernetes_state`: pod status → replica state, pending reasons,
+- :mod:`~anylaunch.schedulers.kubernetes.state`: pod status → replica state, pending reasons,
   exit codes, the app's state and description.
-- :mod:`~anylaunch.schedulers.kubernetes_queries`: the bounded list calls behind describe and
+- :mod:`~anylaunch.schedulers.kubernetes.queries`: the bounded list calls behind describe and
   list, and the wait for the rank-0 pod's IP.
-- :mod:`~anylaunch.schedulers.kubernetes_logs`: pod logs, read or followed.
-- :mod:`~anylaunch.schedulers.kubernetes_client`: the REST client (plain dict objects,
+- :mod:`~anylaunch.schedulers.kubernetes.logs`: pod logs, read or followed.
+- :mod:`~anylaunch.schedulers.kubernetes.client`: the REST client (plain dict objects,
   validated by the API server as sent); the ``kubernetes`` SDK is imported on first use.
 
 Rank-0 discovery without DNS: the rank-0 replica's ``ANYLAUNCH_RANK0_HOST`` comes from its own
@@ -56,14 +56,14 @@ from anylaunch.schedulers.api import (
 from anylaunch.schedulers.common.changes import ChangeFeed
 from anylaunch.schedulers.common.roles import RANK0_ENV, check_image_ref, role_from_record
 from anylaunch.schedulers.common.states import aggregate_replica_states
-from anylaunch.schedulers.kubernetes_client import (
+from anylaunch.schedulers.kubernetes.client import (
     KubeClient,
     KubernetesApiError,
     KubernetesSchedulerError,
     KubernetesValidationError,
 )
-from anylaunch.schedulers.kubernetes_logs import pod_log_lines
-from anylaunch.schedulers.kubernetes_names import (
+from anylaunch.schedulers.kubernetes.logs import pod_log_lines
+from anylaunch.schedulers.kubernetes.names import (
     _CREATING_GRACE_S,
     ANNOTATION_CANCELLED,
     ANNOTATION_STOPPED,
@@ -87,7 +87,7 @@ from anylaunch.schedulers.kubernetes_names import (
     parse_app_id,
     role_dns_names,
 )
-from anylaunch.schedulers.kubernetes_pods import (
+from anylaunch.schedulers.kubernetes.pods import (
     PodOptions,
     apply_overlays,
     apply_pod_overlays,
@@ -96,8 +96,8 @@ from anylaunch.schedulers.kubernetes_pods import (
     replica_role,
     role_to_pod,
 )
-from anylaunch.schedulers.kubernetes_queries import app_views, find_record, wait_rank0_ip
-from anylaunch.schedulers.kubernetes_record import (
+from anylaunch.schedulers.kubernetes.queries import app_views, find_record, wait_rank0_ip
+from anylaunch.schedulers.kubernetes.record import (
     CONFIGMAP,
     cancel_record,
     record_configmap,
@@ -105,14 +105,14 @@ from anylaunch.schedulers.kubernetes_record import (
     record_payload,
     role_record,
 )
-from anylaunch.schedulers.kubernetes_request import (
+from anylaunch.schedulers.kubernetes.request import (
     RANK0_IP_PLACEHOLDER,
     KubernetesRequest,
     app_labels,
     fill_rank0_ip,
     format_request,
 )
-from anylaunch.schedulers.kubernetes_state import (
+from anylaunch.schedulers.kubernetes.state import (
     AppView,
     ReplicaView,
     app_state_of,
@@ -123,7 +123,7 @@ from anylaunch.schedulers.kubernetes_state import (
     pending_reason,
     pod_replica_state,
 )
-from anylaunch.schedulers.kubernetes_watch import KubeWatch, OwnWrite, acquire, release
+from anylaunch.schedulers.kubernetes.watch import KubeWatch, OwnWrite, acquire, release
 from anylaunch.specs.api import AppDef, AppDryRunInfo, AppState, Role, make_app_handle
 from anylaunch.specs.errors import AnylaunchError, InvalidSpecError
 from anylaunch.specs.runopts import CfgVal, runopts
@@ -209,7 +209,7 @@ class KubernetesSchedulerBase(DockerWorkspaceMixin, Scheduler[Mapping[str, CfgVa
     backend_name: ClassVar[str]
     opts_class: type[KubernetesCommonOpts] = KubernetesCommonOpts
     #: (apiVersion, kind) of the objects that may hold an app record (see
-    #: :mod:`~anylaunch.schedulers.kubernetes_record`): the ConfigMap first.
+    #: :mod:`~anylaunch.schedulers.kubernetes.record`): the ConfigMap first.
     record_kinds: ClassVar[tuple[tuple[str, str], ...]] = (CONFIGMAP,)
     #: Kubernetes interleaves a container's stdout and stderr in one log.
     log_streams = (Stream.COMBINED,)
@@ -269,7 +269,7 @@ class KubernetesSchedulerBase(DockerWorkspaceMixin, Scheduler[Mapping[str, CfgVa
 
     def change_feed(self) -> ChangeFeed:
         """The process-wide feed of this scheduler's app changes, from a shared list+watch
-        of its objects (see :mod:`~anylaunch.schedulers.kubernetes_watch`); describes are
+        of its objects (see :mod:`~anylaunch.schedulers.kubernetes.watch`); describes are
         served from its cache from then on while it is healthy."""
         return self._shared_watch().feed
 
@@ -368,7 +368,7 @@ class KubernetesSchedulerBase(DockerWorkspaceMixin, Scheduler[Mapping[str, CfgVa
         creates themselves are the validation, and a rejected one rolls back the others:
         the same outcome at half the API writes (which count when hundreds of tasks start).
 
-        >>> from anylaunch.schedulers.kubernetes_request import KubernetesRequest
+        >>> from anylaunch.schedulers.kubernetes.request import KubernetesRequest
         >>> plain = KubernetesRequest("kubernetes", "jobs", "ns", "app", objects=[])
         >>> KubernetesSchedulerBase.needs_preflight(plain)
         False
@@ -452,7 +452,7 @@ class KubernetesSchedulerBase(DockerWorkspaceMixin, Scheduler[Mapping[str, CfgVa
 
     def _describe_view(self, namespace: str, view: AppView) -> DescribeAppResponse:
         """One app's description from its record, workload and pods (see
-        :func:`~anylaunch.schedulers.kubernetes_state.app_verdict` for how its state is
+        :func:`~anylaunch.schedulers.kubernetes.state.app_verdict` for how its state is
         decided). A FAILED app's remaining replicas are stopped once (``_stop_remaining``)."""
         data = record_data(view.record)
         name = view.app
@@ -624,7 +624,7 @@ class KubernetesSchedulerBase(DockerWorkspaceMixin, Scheduler[Mapping[str, CfgVa
     ) -> Iterable[str]:
         """Lines of one replica from its pod's log (the newest attempt): every container of
         the pod, or with ``should_tail`` the role's container followed until the app ends
-        (see :func:`~anylaunch.schedulers.kubernetes_logs.pod_log_lines`)."""
+        (see :func:`~anylaunch.schedulers.kubernetes.logs.pod_log_lines`)."""
         namespace, name, role_label = replica
         selector = (
             f"{self._selector()},{LABEL_APP_ID}={name},{LABEL_ROLE}={role_label},"

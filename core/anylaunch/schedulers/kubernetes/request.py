@@ -1,6 +1,6 @@
 """The request of the Kubernetes schedulers (no I/O): the objects to create and how they print
 (secret env values masked), the app's labels, its replicas' pods and its headless Service. The
-app record is :mod:`~anylaunch.schedulers.kubernetes_record`'s.
+app record is :mod:`~anylaunch.schedulers.kubernetes.record`'s.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from anylaunch.schedulers.kubernetes_names import (
+from anylaunch.schedulers.kubernetes.names import (
     LABEL_APP_ID,
     LABEL_APP_NAME,
     LABEL_MANAGED_BY,
@@ -22,7 +22,7 @@ from anylaunch.schedulers.kubernetes_names import (
     label_value,
     role_dns_names,
 )
-from anylaunch.schedulers.kubernetes_pods import (
+from anylaunch.schedulers.kubernetes.pods import (
     PodOptions,
     apply_pod_overlays,
     port_name,
@@ -38,7 +38,7 @@ class KubernetesRequest:
     """The native request of the Kubernetes schedulers: the objects to create, in order.
 
     ``objects[0]`` is or carries the app record (see
-    :mod:`~anylaunch.schedulers.kubernetes_record`): once it is created the app exists.
+    :mod:`~anylaunch.schedulers.kubernetes.record`): once it is created the app exists.
     ``embedded_objects`` are the objects a custom resource (Volcano Job, AppWrapper) will
     create (pods, services, ...): each is validated by its own API before submission, since a
     CRD's schema does not check them. With ``rank0_pod_ip`` the objects after ``rank0_index``

@@ -26,14 +26,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from anylaunch.schedulers.common.roles import role_record as shared_role_record
-from anylaunch.schedulers.kubernetes_names import (
+from anylaunch.schedulers.kubernetes.names import (
     ANNOTATION_RECORD,
     APP_LABEL_KEYS,
     LABEL_APP_ID,
     RECORD_KEY,
     role_dns_names,
 )
-from anylaunch.schedulers.kubernetes_state import AppView
+from anylaunch.schedulers.kubernetes.state import AppView
 from anylaunch.specs.api import AppDef, Role
 
 __all__ = [

@@ -31,14 +31,14 @@ from typing import Any
 
 from anylaunch.schedulers.common.changes import ManualChangeFeed
 from anylaunch.schedulers.common.pool import SharedPool
-from anylaunch.schedulers.kubernetes_client import (
+from anylaunch.schedulers.kubernetes.client import (
     KubeClient,
     KubernetesApiError,
     collection_path,
 )
-from anylaunch.schedulers.kubernetes_names import LABEL_APP_ID, parse_app_id
-from anylaunch.schedulers.kubernetes_record import CONFIGMAP, record_app, record_views
-from anylaunch.schedulers.kubernetes_state import AppView
+from anylaunch.schedulers.kubernetes.names import LABEL_APP_ID, parse_app_id
+from anylaunch.schedulers.kubernetes.record import CONFIGMAP, record_app, record_views
+from anylaunch.schedulers.kubernetes.state import AppView
 
 __all__ = [
     "OWN_WRITE_S",

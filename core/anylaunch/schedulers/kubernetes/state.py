@@ -15,7 +15,7 @@ from typing import Any
 
 from anylaunch.schedulers.api import DescribeAppResponse
 from anylaunch.schedulers.common.states import aggregate_replica_states
-from anylaunch.schedulers.kubernetes_names import (
+from anylaunch.schedulers.kubernetes.names import (
     LABEL_APP_ID,
     LABEL_MODE,
     LABEL_REPLICA_ID,
@@ -160,7 +160,7 @@ class AppView:
     workloads: list[dict[str, Any]] = field(default_factory=list)
     pods: list[dict[str, Any]] = field(default_factory=list)
     #: (apiVersion, kind) of the object holding the record (see
-    #: :mod:`~anylaunch.schedulers.kubernetes_record`)
+    #: :mod:`~anylaunch.schedulers.kubernetes.record`)
     record_kind: tuple[str, str] = ("v1", "ConfigMap")
 
     @property

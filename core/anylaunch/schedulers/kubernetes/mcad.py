@@ -37,25 +37,25 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from anylaunch.schedulers.kubernetes_common import (
+from anylaunch.schedulers.kubernetes.common import (
     KubeClient as KubeClient,  # re-exported: the module's old public name
 )
-from anylaunch.schedulers.kubernetes_common import (
+from anylaunch.schedulers.kubernetes.common import (
     KubernetesSchedulerBase,
 )
-from anylaunch.schedulers.kubernetes_names import (
+from anylaunch.schedulers.kubernetes.names import (
     KubernetesCommonOpts,
     make_app_name,
     role_dns_names,
 )
-from anylaunch.schedulers.kubernetes_pods import PodOptions, apply_overlays
-from anylaunch.schedulers.kubernetes_request import (
+from anylaunch.schedulers.kubernetes.pods import PodOptions, apply_overlays
+from anylaunch.schedulers.kubernetes.request import (
     KubernetesRequest,
     app_labels,
     headless_service,
     replica_pods,
 )
-from anylaunch.schedulers.kubernetes_state import (
+from anylaunch.schedulers.kubernetes.state import (
     AppView,
     ReplicaView,
     group_by_replica,

@@ -6,16 +6,16 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 
-from anylaunch.schedulers.kubernetes_client import KubeClient, KubernetesSchedulerError
-from anylaunch.schedulers.kubernetes_names import (
+from anylaunch.schedulers.kubernetes.client import KubeClient, KubernetesSchedulerError
+from anylaunch.schedulers.kubernetes.names import (
     _SELECTOR_CHUNK,
     LABEL_APP_ID,
     LABEL_REPLICA_ID,
     LABEL_ROLE,
 )
-from anylaunch.schedulers.kubernetes_record import CONFIGMAP, record_app, record_views
-from anylaunch.schedulers.kubernetes_request import KubernetesRequest
-from anylaunch.schedulers.kubernetes_state import AppView, newest, pending_reason
+from anylaunch.schedulers.kubernetes.record import CONFIGMAP, record_app, record_views
+from anylaunch.schedulers.kubernetes.request import KubernetesRequest
+from anylaunch.schedulers.kubernetes.state import AppView, newest, pending_reason
 
 __all__ = ["app_views", "find_record", "wait_rank0_ip"]
 
