@@ -32,8 +32,8 @@ DEFAULT_SCHEDULER_MODULES: dict[str, str] = {
     "slurm": "anylaunch.schedulers.slurm_scheduler",
     "kubernetes": "anylaunch.schedulers.kubernetes.scheduler",
     "kubernetes_mcad": "anylaunch.schedulers.kubernetes.mcad",
-    "aws_batch": "anylaunch.schedulers.aws_batch_scheduler",
-    "aws_sagemaker": "anylaunch.schedulers.aws_sagemaker_scheduler",
+    "aws_batch": "anylaunch.schedulers.aws.batch",
+    "aws_sagemaker": "anylaunch.schedulers.aws.sagemaker",
     "lsf": "anylaunch.schedulers.lsf_scheduler",
 }
 

@@ -15,7 +15,7 @@ import pytest
 
 from anylaunch.schedulers import get_scheduler_factory
 from anylaunch.schedulers.api import Stream
-from anylaunch.schedulers.aws_sagemaker_scheduler import (
+from anylaunch.schedulers.aws.sagemaker import (
     LOG_GROUP,
     AWSSageMakerScheduler,
     SageMakerJobRequest,

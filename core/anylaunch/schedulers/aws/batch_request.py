@@ -1,6 +1,6 @@
 """Names, run options and request building of the ``aws_batch`` scheduler (no I/O).
 
-See :mod:`anylaunch.schedulers.aws_batch_scheduler` for how an AppDef maps onto a Batch job.
+See :mod:`anylaunch.schedulers.aws.batch` for how an AppDef maps onto a Batch job.
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from anylaunch.schedulers import aws_common as aws
-from anylaunch.schedulers.aws_common import masked_repr, masked_request
+from anylaunch.schedulers.aws import common as aws
+from anylaunch.schedulers.aws.common import masked_repr, masked_request
 from anylaunch.schedulers.common.roles import RANK0_ENV
 from anylaunch.specs.api import (
     AppDef,

@@ -26,13 +26,13 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from anylaunch.schedulers import aws_common as aws
 from anylaunch.schedulers.api import (
     DescribeAppResponse,
     ListAppResponse,
     LogQuery,
 )
-from anylaunch.schedulers.aws_batch_request import (
+from anylaunch.schedulers.aws import common as aws
+from anylaunch.schedulers.aws.batch_request import (
     _DESCRIBE_BATCH,
     _QUEUED,
     BACKEND,
@@ -51,7 +51,7 @@ from anylaunch.schedulers.aws_batch_request import (
     parse_ulimits,
     short_queue_name,
 )
-from anylaunch.schedulers.aws_batch_state import (
+from anylaunch.schedulers.aws.batch_state import (
     job_host,
     job_state,
     log_stream_of,

@@ -26,13 +26,13 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from anylaunch.schedulers import aws_common as aws
 from anylaunch.schedulers.api import (
     DescribeAppResponse,
     ListAppResponse,
     LogQuery,
 )
-from anylaunch.schedulers.aws_common import masked_repr, masked_request
+from anylaunch.schedulers.aws import common as aws
+from anylaunch.schedulers.aws.common import masked_repr, masked_request
 from anylaunch.schedulers.common.roles import RANK0_ENV
 from anylaunch.specs.api import (
     NONE,

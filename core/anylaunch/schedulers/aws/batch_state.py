@@ -8,7 +8,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from anylaunch.schedulers.aws_batch_request import (
+from anylaunch.schedulers.aws.batch_request import (
     _QUEUED,
     _STATES,
     CANCEL_REASON,
