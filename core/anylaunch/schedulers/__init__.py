@@ -29,12 +29,12 @@ if TYPE_CHECKING:
 DEFAULT_SCHEDULER_MODULES: dict[str, str] = {
     "local_cwd": "anylaunch.schedulers.local.scheduler",
     "local_docker": "anylaunch.schedulers.docker.scheduler",
-    "slurm": "anylaunch.schedulers.slurm_scheduler",
+    "slurm": "anylaunch.schedulers.slurm.scheduler",
     "kubernetes": "anylaunch.schedulers.kubernetes.scheduler",
     "kubernetes_mcad": "anylaunch.schedulers.kubernetes.mcad",
     "aws_batch": "anylaunch.schedulers.aws.batch",
     "aws_sagemaker": "anylaunch.schedulers.aws.sagemaker",
-    "lsf": "anylaunch.schedulers.lsf_scheduler",
+    "lsf": "anylaunch.schedulers.lsf.scheduler",
 }
 
 ENTRY_POINT_GROUP = "anylaunch.schedulers"

@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from anylaunch.schedulers import get_scheduler_factory
-from anylaunch.schedulers.lsf_scheduler import (
+from anylaunch.schedulers.lsf.scheduler import (
     RANK0_ENV,
     LsfRequest,
     LsfScheduler,

@@ -21,7 +21,7 @@ import pytest
 
 from anylaunch.runner import get_runner
 from anylaunch.schedulers.api import DescribeAppResponse, Stream
-from anylaunch.schedulers.lsf_scheduler import (
+from anylaunch.schedulers.lsf.scheduler import (
     RANK0_ENV,
     LsfRequest,
     LsfScheduler,

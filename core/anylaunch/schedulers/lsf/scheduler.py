@@ -47,11 +47,11 @@ from anylaunch.schedulers.api import (
 from anylaunch.schedulers.common.app_ids import is_valid_app_id
 from anylaunch.schedulers.common.roles import RANK0_ENV
 from anylaunch.schedulers.common.tail import follow, iter_lines
-from anylaunch.schedulers.lsf_jobs import (
+from anylaunch.schedulers.lsf.jobs import (
     _build_request,
     _validate_opts,
 )
-from anylaunch.schedulers.lsf_names import (
+from anylaunch.schedulers.lsf.names import (
     _DESCRIPTION_TAG,
     _FINISHED,
     _SUBMITTED,
@@ -70,7 +70,7 @@ from anylaunch.schedulers.lsf_names import (
     job_description,
     parse_job_description,
 )
-from anylaunch.schedulers.lsf_state import (
+from anylaunch.schedulers.lsf.state import (
     _latest,
     _Record,
     _record,

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from anylaunch.schedulers.common.states import aggregate_replica_states
-from anylaunch.schedulers.lsf_names import (
+from anylaunch.schedulers.lsf.names import (
     _KILLED,
     LSF_STATES,
     parse_job_description,

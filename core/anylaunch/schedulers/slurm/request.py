@@ -13,7 +13,7 @@ from functools import lru_cache
 
 from anylaunch.schedulers.common.roles import RANK0_ENV
 from anylaunch.schedulers.common.shell import heredoc
-from anylaunch.schedulers.slurm_query import (
+from anylaunch.schedulers.slurm.query import (
     SlurmCommandError,
     run_slurm,
 )

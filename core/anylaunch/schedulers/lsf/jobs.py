@@ -11,7 +11,7 @@ from typing import Any
 
 from anylaunch.schedulers.common.app_ids import make_app_id
 from anylaunch.schedulers.common.roles import RANK0_ENV
-from anylaunch.schedulers.lsf_names import (
+from anylaunch.schedulers.lsf.names import (
     _CONTROL,
     _PROJECT,
     _QUEUE,

@@ -206,7 +206,7 @@ def parse_squeue_json(text: str) -> list[SlurmJob]:
     ...     '"jobs": []}')
     Traceback (most recent call last):
     ...
-    anylaunch.schedulers.slurm_query.SlurmCommandError: squeue --json reported: Failed while looking for jobs. Fix: check that slurmctld is up (`scontrol ping`)
+    anylaunch.schedulers.slurm.query.SlurmCommandError: squeue --json reported: Failed while looking for jobs. Fix: check that slurmctld is up (`scontrol ping`)
     """
     import json
 

@@ -22,7 +22,7 @@ next scheduling pass.
 
 States come from ``squeue --json`` (``scontrol show job`` on Slurm versions without it) and,
 for jobs the controller has forgotten, from ``sacct``; one snapshot serves every app described
-within ``squeue_ttl`` seconds (see :mod:`anylaunch.schedulers.slurm_query`).
+within ``squeue_ttl`` seconds (see :mod:`anylaunch.schedulers.slurm.query`).
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ from anylaunch.schedulers.api import (
 )
 from anylaunch.schedulers.common.roles import RANK0_ENV
 from anylaunch.schedulers.common.states import aggregate_replica_states
-from anylaunch.schedulers.slurm_query import (
+from anylaunch.schedulers.slurm.query import (
     SlurmCommandError,
     SlurmJob,
     SlurmQuery,
@@ -51,7 +51,7 @@ from anylaunch.schedulers.slurm_query import (
     get_query,
     run_slurm,
 )
-from anylaunch.schedulers.slurm_request import (
+from anylaunch.schedulers.slurm.request import (
     _CONTROL,
     _MAIL_TYPES,
     _SHELL_NAME,
