@@ -43,7 +43,7 @@ def measure(
     import anylaunch.specs as specs
     from airflow_anylaunch.triggers import AnylaunchAppTrigger
     from anylaunch.runner import get_runner
-    from anylaunch.schedulers.local.scheduler import LocalScheduler
+    from anylaunch.schedulers.local_scheduler import LocalScheduler
 
     go = Path(tempfile.mkdtemp()) / "go"
     app = specs.AppDef(

@@ -14,8 +14,9 @@ from typing import Any
 from pytest_benchmark.fixture import BenchmarkFixture
 
 from anylaunch.runner import get_runner
-from anylaunch.schedulers.aws.batch import AWSBatchScheduler
-from anylaunch.schedulers.aws.sagemaker import LOG_GROUP, AWSSageMakerScheduler
+from anylaunch.schedulers.aws.sagemaker import LOG_GROUP
+from anylaunch.schedulers.aws_batch_scheduler import AWSBatchScheduler
+from anylaunch.schedulers.aws_sagemaker_scheduler import AWSSageMakerScheduler
 from anylaunch.specs import AppDef, AppState, Resource, Role, named_resources
 from tests.schedulers.aws import moto_env
 from tests.schedulers.aws.moto_env import BATCH_IMAGE, boto3_client
@@ -44,7 +45,7 @@ BIG_APP = AppDef(
 COLD_DRYRUN = """
 import time
 t0 = time.perf_counter()
-from anylaunch.schedulers.aws.batch import create_scheduler
+from anylaunch.schedulers.aws_batch_scheduler import create_scheduler
 from anylaunch.specs import AppDef, Resource, Role
 app = AppDef("x", [Role("r", "img", entrypoint="echo", num_replicas=2, resource=Resource(1, 0, 64))])
 create_scheduler("s").submit_dryrun(app, {"queue": "q"})

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from pytest_benchmark.fixture import BenchmarkFixture
 
-from anylaunch.schedulers.docker.scheduler import DockerScheduler
+from anylaunch.schedulers.docker_scheduler import DockerScheduler
 from anylaunch.specs import AppDef, AppState, Role, Workspace
 from anylaunch.workspace.docker_workspace import plan_workspace_image
 from tests.schedulers.docker.docker_engine import (

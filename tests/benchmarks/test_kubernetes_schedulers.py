@@ -14,9 +14,9 @@ from typing import Any
 
 from pytest_benchmark.fixture import BenchmarkFixture
 
-from anylaunch.schedulers.kubernetes.common import KubeClient
-from anylaunch.schedulers.kubernetes.mcad import KubernetesMCADScheduler
-from anylaunch.schedulers.kubernetes.scheduler import KubernetesScheduler
+from anylaunch.schedulers.kubernetes.client import KubeClient
+from anylaunch.schedulers.kubernetes_mcad_scheduler import KubernetesMCADScheduler
+from anylaunch.schedulers.kubernetes_scheduler import KubernetesScheduler
 from anylaunch.specs import AppDef, AppState, Resource, Role
 from tests.schedulers.kubernetes import kube_cluster
 from tests.schedulers.kubernetes.conftest import CountingClient
@@ -44,7 +44,7 @@ BIG_APP = AppDef(
 COLD_DRYRUN = """
 import time
 t0 = time.perf_counter()
-from anylaunch.schedulers.kubernetes.scheduler import create_scheduler
+from anylaunch.schedulers.kubernetes_scheduler import create_scheduler
 from anylaunch.specs import AppDef, Resource, Role
 app = AppDef("x", [Role("r", "img", entrypoint="echo", num_replicas=2, resource=Resource(1, 0, 64))])
 str(create_scheduler("s").submit_dryrun(app, {}))

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from pytest_benchmark.fixture import BenchmarkFixture
 
-from anylaunch.schedulers.slurm.scheduler import create_scheduler
+from anylaunch.schedulers.slurm_scheduler import create_scheduler
 from anylaunch.specs import AppDef, AppState, Resource, Role
 from tests.schedulers.slurm.cluster import SlurmCluster, slurm_cluster
 

@@ -16,7 +16,7 @@ from typing import Any, Mapping
 
 from anylaunch.plugins import register
 from anylaunch.schedulers import Scheduler
-from anylaunch.schedulers.local.scheduler import LocalScheduler
+from anylaunch.schedulers.local_scheduler import LocalScheduler
 from anylaunch.specs import AppDef, CfgVal
 
 

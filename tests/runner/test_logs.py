@@ -15,7 +15,7 @@ from anylaunch.runner import Runner, get_runner
 from anylaunch.runner.logs import LogPump, find_replicas
 from anylaunch.schedulers import get_scheduler_factories
 from anylaunch.schedulers.api import DescribeAppResponse, Stream
-from anylaunch.schedulers.local.scheduler import LocalScheduler
+from anylaunch.schedulers.local_scheduler import LocalScheduler
 from anylaunch.specs import (
     AppDef,
     AppState,

@@ -837,7 +837,7 @@ def test_status_many_rejects_bad_handles_before_asking_anyone(
 def _local_cwd_available() -> bool:
     import importlib.util
 
-    return importlib.util.find_spec("anylaunch.schedulers.local.scheduler") is not None
+    return importlib.util.find_spec("anylaunch.schedulers.local_scheduler") is not None
 
 
 @pytest.mark.skipif(not _local_cwd_available(), reason="local_cwd scheduler not built yet")

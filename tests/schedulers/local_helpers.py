@@ -10,7 +10,7 @@ from typing import Any
 
 from anylaunch.schedulers.api import DescribeAppResponse
 from anylaunch.schedulers.local import state as ls
-from anylaunch.schedulers.local.scheduler import LocalScheduler
+from anylaunch.schedulers.local_scheduler import LocalScheduler
 from anylaunch.specs import AppDef, AppState, Role
 
 PY = sys.executable

@@ -9,7 +9,7 @@ import time
 
 
 def main() -> None:
-    from anylaunch.schedulers.local.scheduler import create_scheduler
+    from anylaunch.schedulers.local_scheduler import create_scheduler
     from anylaunch.specs import AppDef, Role
 
     ticks = int(sys.argv[1])

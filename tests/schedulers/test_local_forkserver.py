@@ -20,7 +20,7 @@ import pytest
 
 from anylaunch.schedulers.local import forkserver as lf
 from anylaunch.schedulers.local import state as ls
-from anylaunch.schedulers.local.scheduler import LocalAppRequest, LocalScheduler, create_scheduler
+from anylaunch.schedulers.local_scheduler import LocalAppRequest, LocalScheduler, create_scheduler
 from anylaunch.specs import AppDef, AppState, Role
 from anylaunch.specs.errors import InvalidSpecError
 from tests.schedulers.local_helpers import CFG, DEADLINE_S, PY, gone, wait_until
@@ -185,7 +185,7 @@ def test_stale_socket_of_a_killed_server_is_replaced(
     assert (root / (lf.server_name() + ".sock")).is_socket()  # left behind: stale
     # a launcher that never saw the old server, then this one (its connection is dead now)
     code = (
-        "from anylaunch.schedulers.local.scheduler import create_scheduler\n"
+        "from anylaunch.schedulers.local_scheduler import create_scheduler\n"
         "from anylaunch.specs import AppDef, Role\n"
         "print(create_scheduler('sub').submit(AppDef('s', roles=[Role('w', image='.', "
         "entrypoint='true')]), {}))\n"
@@ -242,7 +242,7 @@ def test_each_app_gets_its_launchers_environment(root: Path, tmp_path: Path) -> 
     go = tmp_path / "go"
     code = (
         "import sys\n"
-        "from anylaunch.schedulers.local.scheduler import create_scheduler\n"
+        "from anylaunch.schedulers.local_scheduler import create_scheduler\n"
         "from anylaunch.specs import AppDef, Role\n"
         'c = "import os, sys, time\\nwhile not os.path.exists(sys.argv[1]): time.sleep(0.01)\\n'
         "print(os.environ.get('LAUNCHER_VALUE'), os.environ.get('ONLY_IN_A'), os.getcwd())\"\n"
@@ -345,7 +345,7 @@ def test_concurrent_first_launches_start_one_server(root: Path, tmp_path: Path) 
     start = tmp_path / "start"
     code = (
         "import os, sys, time\n"
-        "from anylaunch.schedulers.local.scheduler import create_scheduler\n"
+        "from anylaunch.schedulers.local_scheduler import create_scheduler\n"
         "from anylaunch.specs import AppDef, Role\n"
         "wait_for, go, ready, start = sys.argv[1:]\n"
         "role = Role('w', image='.', entrypoint=sys.executable, args=['-c', wait_for, go])\n"

@@ -25,12 +25,8 @@ from anylaunch.schedulers import get_scheduler_factory
 from anylaunch.schedulers.api import Scheduler, Stream
 from anylaunch.schedulers.common.tail import follow, iter_lines
 from anylaunch.schedulers.local import state as ls
-from anylaunch.schedulers.local.scheduler import (
-    LocalAppRequest,
-    LocalScheduler,
-    LocalSchedulerError,
-    create_scheduler,
-)
+from anylaunch.schedulers.local.request import LocalSchedulerError
+from anylaunch.schedulers.local_scheduler import LocalAppRequest, LocalScheduler, create_scheduler
 from anylaunch.specs import AppDef, AppState, Resource, RetryPolicy, Role
 from anylaunch.specs.errors import InvalidSpecError, UnknownAppException
 from tests.schedulers import local_previous_version as old
@@ -295,7 +291,7 @@ def test_cancel_from_another_process(sched: LocalScheduler) -> None:
     app_id = run(sched, Role("w", image=".", entrypoint="sleep", args=["60"]))
     [pid] = replica_pids(sched, app_id)
     code = (
-        "import sys\nfrom anylaunch.schedulers.local.scheduler import create_scheduler\n"
+        "import sys\nfrom anylaunch.schedulers.local_scheduler import create_scheduler\n"
         "create_scheduler('other').cancel(sys.argv[1])\n"
     )
     subprocess.run([PY, "-c", code, app_id], check=True, timeout=DEADLINE_S)

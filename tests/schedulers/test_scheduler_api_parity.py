@@ -15,7 +15,7 @@ import pytest
 
 from anylaunch.schedulers.api import CANCEL_REQUESTED, Scheduler
 from anylaunch.schedulers.local import state as ls
-from anylaunch.schedulers.local.scheduler import LocalScheduler, create_scheduler
+from anylaunch.schedulers.local_scheduler import LocalScheduler, create_scheduler
 from anylaunch.specs import AppDef, AppDryRunInfo, AppState, CfgVal, Workspace
 from anylaunch.specs.errors import InvalidRunConfigException, InvalidSpecError
 from anylaunch.workspace.dir_workspace import DirWorkspaceMixin

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from anylaunch.schedulers.kubernetes.scheduler import create_scheduler
+from anylaunch.schedulers.kubernetes_scheduler import create_scheduler
 from anylaunch.specs import AppDef, Role
 from anylaunch.specs.errors import InvalidSpecError
 from anylaunch.specs.overlays import (

@@ -377,7 +377,7 @@ def test_dryrun_info_app_and_cfg_are_read_only_and_empty_by_default(
         info.app = AppDef("x")  # type: ignore[misc]
 
     from anylaunch.schedulers.local import state as local_state
-    from anylaunch.schedulers.local.scheduler import create_scheduler
+    from anylaunch.schedulers.local_scheduler import create_scheduler
 
     monkeypatch.setenv(local_state.STATE_DIR_ENV, str(tmp_path / "state"))
     app = AppDef("x", roles=[Role("w", image=str(tmp_path), entrypoint="true")])

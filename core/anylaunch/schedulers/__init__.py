@@ -27,14 +27,14 @@ if TYPE_CHECKING:
 
 #: Built-in schedulers, in order: the first is the default.
 DEFAULT_SCHEDULER_MODULES: dict[str, str] = {
-    "local_cwd": "anylaunch.schedulers.local.scheduler",
-    "local_docker": "anylaunch.schedulers.docker.scheduler",
-    "slurm": "anylaunch.schedulers.slurm.scheduler",
-    "kubernetes": "anylaunch.schedulers.kubernetes.scheduler",
-    "kubernetes_mcad": "anylaunch.schedulers.kubernetes.mcad",
-    "aws_batch": "anylaunch.schedulers.aws.batch",
-    "aws_sagemaker": "anylaunch.schedulers.aws.sagemaker",
-    "lsf": "anylaunch.schedulers.lsf.scheduler",
+    "local_cwd": "anylaunch.schedulers.local_scheduler",
+    "local_docker": "anylaunch.schedulers.docker_scheduler",
+    "slurm": "anylaunch.schedulers.slurm_scheduler",
+    "kubernetes": "anylaunch.schedulers.kubernetes_scheduler",
+    "kubernetes_mcad": "anylaunch.schedulers.kubernetes_mcad_scheduler",
+    "aws_batch": "anylaunch.schedulers.aws_batch_scheduler",
+    "aws_sagemaker": "anylaunch.schedulers.aws_sagemaker_scheduler",
+    "lsf": "anylaunch.schedulers.lsf_scheduler",
 }
 
 ENTRY_POINT_GROUP = "anylaunch.schedulers"

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from anylaunch.schedulers.docker.scheduler import DockerScheduler
+from anylaunch.schedulers.docker_scheduler import DockerScheduler
 from tests.schedulers.docker.docker_engine import (
     busybox_image,
     docker_client,

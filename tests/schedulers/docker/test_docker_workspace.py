@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from anylaunch.schedulers.docker.scheduler import DockerScheduler
+from anylaunch.schedulers.docker_scheduler import DockerScheduler
 from anylaunch.specs import AppDef, AppState, Role, Workspace
 from anylaunch.specs.errors import InvalidRunConfigException, InvalidSpecError
 from anylaunch.workspace.docker_workspace import (

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from anylaunch.schedulers.kubernetes.common import KubeClient
-from anylaunch.schedulers.kubernetes.mcad import KubernetesMCADScheduler
-from anylaunch.schedulers.kubernetes.scheduler import KubernetesScheduler
+from anylaunch.schedulers.kubernetes.client import KubeClient
+from anylaunch.schedulers.kubernetes_mcad_scheduler import KubernetesMCADScheduler
+from anylaunch.schedulers.kubernetes_scheduler import KubernetesScheduler
 from tests.schedulers.kubernetes import kube_cluster
 
 kube_client = kube_cluster.kube_client

@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from anylaunch.schedulers.kubernetes.common import KubeClient
-from anylaunch.schedulers.kubernetes.mcad import KubernetesMCADScheduler
-from anylaunch.schedulers.kubernetes.scheduler import KubernetesScheduler
+from anylaunch.schedulers.kubernetes.client import KubeClient
+from anylaunch.schedulers.kubernetes_mcad_scheduler import KubernetesMCADScheduler
+from anylaunch.schedulers.kubernetes_scheduler import KubernetesScheduler
 from anylaunch.specs import AppDef, AppState, Resource, RetryPolicy, Role, parse_mounts
 from anylaunch.specs.errors import InvalidSpecError
 from tests.schedulers.kubernetes.kube_cluster import BUSYBOX, wait_for

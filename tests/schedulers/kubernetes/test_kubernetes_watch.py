@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from anylaunch.schedulers.kubernetes.client import KubernetesUnreachableError
-from anylaunch.schedulers.kubernetes.scheduler import KubernetesScheduler
 from anylaunch.schedulers.kubernetes.watch import KubeWatch
+from anylaunch.schedulers.kubernetes_scheduler import KubernetesScheduler
 from anylaunch.specs import AppDef, AppState, Resource, Role
 from tests.schedulers.kubernetes.conftest import CountingClient, _cleanup
 from tests.schedulers.kubernetes.kube_cluster import BUSYBOX, wait_for

@@ -10,7 +10,7 @@ from pathlib import Path
 import fsspec
 import pytest
 
-from anylaunch.schedulers.slurm.scheduler import create_scheduler
+from anylaunch.schedulers.slurm_scheduler import create_scheduler
 from anylaunch.specs import Resource, Role, Workspace
 from anylaunch.specs.errors import InvalidRunConfigException, InvalidSpecError
 from anylaunch.workspace.dir_workspace import copy_workspace, is_ignored

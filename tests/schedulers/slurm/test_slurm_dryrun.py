@@ -17,11 +17,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from anylaunch.schedulers.slurm.request import _APP_ID, _REPLICA_ID, _shell_word
-from anylaunch.schedulers.slurm.scheduler import (
-    SlurmBatchRequest,
-    SlurmScheduler,
-    create_scheduler,
-)
+from anylaunch.schedulers.slurm_scheduler import SlurmBatchRequest, SlurmScheduler, create_scheduler
 from anylaunch.specs import AppDef, BindMount, Resource, Role, macros
 from anylaunch.specs.errors import InvalidRunConfigException, InvalidSpecError
 
