@@ -69,7 +69,6 @@ from anylaunch.specs.api import (
 )
 from anylaunch.specs.errors import (
     InvalidRunConfigException,
-    InvalidSpecError,
 )
 from anylaunch.specs.runopts import CfgVal, runopts
 
@@ -98,6 +97,8 @@ class AWSBatchScheduler(aws.AWSScheduler):
         client: a boto3 ``batch`` client to use (default: one from the standard chain)
         log_client: a boto3 ``logs`` client to use (default: one from the standard chain)
     """
+
+    request_type = BatchJobRequest
 
     def __init__(self, session_name: str, client: Any = None, log_client: Any = None) -> None:
         super().__init__(BACKEND, session_name, "batch", client, log_client)
@@ -192,14 +193,7 @@ class AWSBatchScheduler(aws.AWSScheduler):
         Raises:
             AWSRequestError: AWS refused the job definition or the job (with its reason).
         """
-        request = dryrun_info.request
-        if not isinstance(request, BatchJobRequest):
-            raise InvalidSpecError(
-                "dryrun_info.request",
-                type(request).__name__,
-                "is not an aws_batch request",
-                "create it with the aws_batch scheduler's submit_dryrun",
-            )
+        request: BatchJobRequest = self._own_request(dryrun_info)
         aws.push_images(request.images_to_push, BACKEND)
         try:
             registered = self.client.register_job_definition(**request.job_definition)

@@ -209,6 +209,8 @@ class AWSSageMakerScheduler(aws.AWSScheduler):
         log_client: a boto3 ``logs`` client to use (default: one from the standard chain)
     """
 
+    request_type = SageMakerJobRequest
+
     def __init__(self, session_name: str, client: Any = None, log_client: Any = None) -> None:
         super().__init__(BACKEND, session_name, "sagemaker", client, log_client)
 
@@ -341,14 +343,7 @@ class AWSSageMakerScheduler(aws.AWSScheduler):
         Raises:
             AWSRequestError: SageMaker refused the job (with its reason).
         """
-        request = dryrun_info.request
-        if not isinstance(request, SageMakerJobRequest):
-            raise InvalidSpecError(
-                "dryrun_info.request",
-                type(request).__name__,
-                "is not an aws_sagemaker request",
-                "create it with the aws_sagemaker scheduler's submit_dryrun",
-            )
+        request: SageMakerJobRequest = self._own_request(dryrun_info)
         aws.push_images(request.images_to_push, BACKEND)
         try:
             self.client.create_training_job(**request.create_training_job)

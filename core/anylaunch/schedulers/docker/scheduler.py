@@ -107,6 +107,8 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Mapping[str, CfgVal]]):
         client: a ``docker.DockerClient`` to use instead of connecting
     """
 
+    request_type = DockerAppRequest
+
     def __init__(
         self,
         session_name: str,
@@ -209,14 +211,7 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Mapping[str, CfgVal]]):
             WorkspaceBuildError: a workspace image could not be built or pushed.
             DockerSchedulerError: the engine refused a container (its reason is quoted).
         """
-        request = dryrun_info.request
-        if not isinstance(request, DockerAppRequest):
-            raise InvalidSpecError(
-                "dryrun_info.request",
-                type(request).__name__,
-                "is not a local_docker request",
-                "create it with the local_docker scheduler's submit_dryrun",
-            )
+        request: DockerAppRequest = self._own_request(dryrun_info)
         client = self._client()
         for line in self.build_workspace_images(request.workspace_builds):
             log.info("workspace: %s", line)

@@ -213,6 +213,7 @@ class KubernetesSchedulerBase(DockerWorkspaceMixin, Scheduler[Mapping[str, CfgVa
     record_kinds: ClassVar[tuple[tuple[str, str], ...]] = (CONFIGMAP,)
     #: Kubernetes interleaves a container's stdout and stderr in one log.
     log_streams = (Stream.COMBINED,)
+    request_type = KubernetesRequest
 
     def __init__(
         self,
@@ -336,16 +337,9 @@ class KubernetesSchedulerBase(DockerWorkspaceMixin, Scheduler[Mapping[str, CfgVa
         payload = self._record_payload(app, mode)
         return record_configmap(payload, namespace=namespace, name=name, labels=labels)
 
-    def _check_request(self, dryrun_info: AppDryRunInfo[Any]) -> KubernetesRequest:
-        request = dryrun_info.request
-        if not isinstance(request, KubernetesRequest) or request.scheduler != self.backend:
-            raise InvalidSpecError(
-                "dryrun_info.request",
-                type(request).__name__,
-                f"is not a {self.backend} request",
-                f"create it with the {self.backend} scheduler's submit_dryrun",
-            )
-        return request
+    def _is_own_request(self, request: object) -> bool:
+        """A :class:`KubernetesRequest` made by this scheduler (both schedulers make them)."""
+        return isinstance(request, KubernetesRequest) and request.scheduler == self.backend
 
     def validate_request(self, request: KubernetesRequest) -> None:
         """Has the API server validate every object, embedded ones included (a server-side
@@ -389,7 +383,7 @@ class KubernetesSchedulerBase(DockerWorkspaceMixin, Scheduler[Mapping[str, CfgVa
             KubernetesValidationError: the server rejected an object (its message quoted).
             KubernetesSchedulerError: the cluster is unreachable or refused the request.
         """
-        request = self._check_request(dryrun_info)
+        request: KubernetesRequest = self._own_request(dryrun_info)
         if self.needs_preflight(request):
             self.validate_request(request)
         for line in self.build_workspace_images(request.workspace_builds):

@@ -169,6 +169,8 @@ class LocalScheduler(Scheduler[Mapping[str, CfgVal]]):
             reported FAILED (the launcher died while starting it)
     """
 
+    request_type = LocalAppRequest
+
     def __init__(
         self,
         session_name: str,
@@ -284,14 +286,7 @@ class LocalScheduler(Scheduler[Mapping[str, CfgVal]]):
             LocalSchedulerError: the request was already scheduled, or the supervisor did not
                 start (the message quotes its log).
         """
-        request = dryrun_info.request
-        if not isinstance(request, LocalAppRequest):
-            raise InvalidSpecError(
-                "dryrun_info.request",
-                type(request).__name__,
-                "is not a local_cwd request",
-                "create it with the local_cwd scheduler's submit_dryrun",
-            )
+        request: LocalAppRequest = self._own_request(dryrun_info)
         from anylaunch.schedulers.local.forkserver import reserve
 
         # A warm fork-server has a supervisor process waiting: it is recorded with the app,

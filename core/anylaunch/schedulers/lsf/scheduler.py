@@ -119,6 +119,7 @@ class LsfScheduler(Scheduler[Mapping[str, CfgVal]]):
     """
 
     log_timestamps = False  # LSF output files carry no timestamps
+    request_type = LsfRequest
 
     def __init__(self, session_name: str) -> None:
         super().__init__(BACKEND, session_name)
@@ -250,14 +251,7 @@ class LsfScheduler(Scheduler[Mapping[str, CfgVal]]):
                 back.
             LsfSchedulerError: the request was already scheduled, or LSF is unreachable.
         """
-        request = dryrun_info.request
-        if not isinstance(request, LsfRequest):
-            raise InvalidSpecError(
-                "dryrun_info.request",
-                type(request).__name__,
-                "is not an lsf request",
-                "create it with the lsf scheduler's submit_dryrun",
-            )
+        request: LsfRequest = self._own_request(dryrun_info)
         bsub = self._command("bsub")
         if self._app_records(request.app_id):
             raise LsfSchedulerError(

@@ -113,6 +113,7 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler[Mapping[str, CfgVal]]):
     """
 
     log_timestamps = False  # Slurm's log files carry no timestamps
+    request_type = SlurmBatchRequest
 
     def __init__(
         self, session_name: str, squeue_ttl: float = 2.0, slurm_version: str | None = None
@@ -295,14 +296,7 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler[Mapping[str, CfgVal]]):
         Raises:
             SlurmCommandError: sbatch is missing or refused the job (its error is quoted).
         """
-        request = dryrun_info.request
-        if not isinstance(request, SlurmBatchRequest):
-            raise InvalidSpecError(
-                "dryrun_info.request",
-                type(request).__name__,
-                "is not a slurm request",
-                "create it with the slurm scheduler's submit_dryrun",
-            )
+        request: SlurmBatchRequest = self._own_request(dryrun_info)
         if request.create_workdir:
             os.makedirs(request.workdir, exist_ok=True)
         out = run_slurm(request.sbatch_cmd(), timeout=120, stdin=request.materialize())
