@@ -38,8 +38,6 @@ from anylaunch.schedulers.aws.batch_request import (
     BACKEND,
     CANCEL_REASON,
     DEFAULT_LOG_GROUP,
-    MAIN_NODE_ADDR_ENV,
-    MAX_NODE_GROUPS,
     STARTUP_TIMEOUT_TAG,
     TIMEOUT_REASON,
     AWSBatchOpts,
@@ -75,14 +73,8 @@ from anylaunch.specs.runopts import CfgVal, runopts
 log: logging.Logger = logging.getLogger(__name__)
 
 __all__ = [
-    "CANCEL_REASON",
-    "MAIN_NODE_ADDR_ENV",
-    "MAX_NODE_GROUPS",
-    "AWSBatchOpts",
     "AWSBatchScheduler",
-    "BatchJobRequest",
     "create_scheduler",
-    "format_request",
 ]
 
 

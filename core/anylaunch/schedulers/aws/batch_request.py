@@ -54,7 +54,6 @@ __all__ = [
     "container_properties",
     "device_mounts",
     "format_request",
-    "masked_request",
     "parse_app_id",
     "parse_ulimits",
     "replica_command",

@@ -57,7 +57,6 @@ APP_NAME_TAG = "anylaunch/app-name"
 SESSION_TAG = "anylaunch/session"
 VERSION_TAG = "anylaunch/version"
 
-_NAME_CHARS = re.compile(r"[^A-Za-z0-9-]+")
 _TAG_CHARS = re.compile(r"[^\w .:/=+\-@]+")
 _ALPHABET = "abcdefghijklmnopqrstuvwxyz0123456789"
 

@@ -55,7 +55,6 @@ from anylaunch.specs.structured_opts import StructuredOpts
 
 __all__ = [
     "LOG_GROUP",
-    "RANK0_ENV",
     "AWSSageMakerOpts",
     "AWSSageMakerScheduler",
     "SageMakerJobRequest",

@@ -48,17 +48,11 @@ from anylaunch.schedulers.docker.request import (
     LABEL_APP_NAME,
     LABEL_CANCEL_GRACE,
     LABEL_KIND,
-    LABEL_ROLE_SPEC,
     LABEL_SESSION,
     DockerAppRequest,
-    DockerContainerRequest,
-    DockerEngineUnavailableError,
-    DockerImageNotFoundError,
     DockerOpts,
-    DockerSchedulerError,
     _describe_exit,
     format_request,
-    make_app_id,
 )
 from anylaunch.schedulers.docker.state import (
     _Container,
@@ -74,22 +68,8 @@ from anylaunch.specs.runopts import CfgVal, runopts
 from anylaunch.workspace.docker_workspace import DockerWorkspaceMixin
 
 __all__ = [
-    "BACKEND",
-    "DEFAULT_START_TIMEOUT_S",
-    "LABEL_APP_ID",
-    "LABEL_APP_NAME",
-    "LABEL_ROLE_SPEC",
-    "LABEL_SESSION",
-    "DockerAppRequest",
-    "DockerContainerRequest",
-    "DockerEngineUnavailableError",
-    "DockerImageNotFoundError",
-    "DockerOpts",
     "DockerScheduler",
-    "DockerSchedulerError",
     "create_scheduler",
-    "format_request",
-    "make_app_id",
 ]
 
 log: logging.Logger = logging.getLogger(__name__)

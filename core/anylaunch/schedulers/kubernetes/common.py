@@ -2,30 +2,6 @@
 :class:`KubernetesSchedulerBase`, which submits, describes, lists, cancels, deletes and reads
 the logs of apps made of labelled objects, for both.
 
-Its parts live in modules of their own, re-exported here (this module's public names are
-unchanged):
-
-- :mod:`~anylaunch.schedulers.kubernetes.names`: names, labels and the shared run options.
-  Every object of an app carries ``anylaunch.io/app-id`` (and role/replica labels), so one list
-  call by label selector serves a whole app (or many apps).
-- :mod:`~anylaunch.schedulers.kubernetes.pods`: a Role as a pod (resources, env with field
-  refs, mounts, ``/dev/shm``, ports, node selector, service account, priority class, pull
-  policy) and overlays with a blocklist.
-- :mod:`~anylaunch.schedulers.kubernetes.request`: the request (objects, masked printing), the
-  replicas' pods and the headless Service.
-- :mod:`~anylaunch.schedulers.kubernetes.record`: the app *record*, what ``describe`` needs to
-  rebuild the roles (secret values masked): an annotation of the app's rank-0 Job in ``jobs``
-  mode, else a ConfigMap named after the app. A cancel writes it (with the cancellation mark)
-  to that ConfigMap before it deletes the workload, so a cancelled app still describes as
-  CANCELLED until it is deleted.
-- :mod:`~anylaunch.schedulers.kubernetes.state`: pod status → replica state, pending reasons,
-  exit codes, the app's state and description.
-- :mod:`~anylaunch.schedulers.kubernetes.queries`: the bounded list calls behind describe and
-  list, and the wait for the rank-0 pod's IP.
-- :mod:`~anylaunch.schedulers.kubernetes.logs`: pod logs, read or followed.
-- :mod:`~anylaunch.schedulers.kubernetes.client`: the REST client (plain dict objects,
-  validated by the API server as sent); the ``kubernetes`` SDK is imported on first use.
-
 Rank-0 discovery without DNS: the rank-0 replica's ``ANYLAUNCH_RANK0_HOST`` comes from its own
 pod IP (downward API ``status.podIP``); the other replicas get the rank-0 pod's DNS name
 (``{host}.{service}``, which needs cluster DNS) or, with ``rank0_host=pod_ip`` (the
@@ -54,13 +30,10 @@ from anylaunch.schedulers.api import (
     Stream,
 )
 from anylaunch.schedulers.common.changes import ChangeFeed
-from anylaunch.schedulers.common.roles import RANK0_ENV, check_image_ref, role_from_record
-from anylaunch.schedulers.common.states import aggregate_replica_states
+from anylaunch.schedulers.common.roles import check_image_ref, role_from_record
 from anylaunch.schedulers.kubernetes.client import (
     KubeClient,
     KubernetesApiError,
-    KubernetesSchedulerError,
-    KubernetesValidationError,
 )
 from anylaunch.schedulers.kubernetes.logs import pod_log_lines
 from anylaunch.schedulers.kubernetes.names import (
@@ -68,33 +41,16 @@ from anylaunch.schedulers.kubernetes.names import (
     ANNOTATION_CANCELLED,
     ANNOTATION_STOPPED,
     LABEL_APP_ID,
-    LABEL_APP_NAME,
     LABEL_MANAGED_BY,
     LABEL_MODE,
     LABEL_REPLICA_ID,
     LABEL_ROLE,
-    LABEL_ROLE_INDEX,
     LABEL_SCHEDULER,
     MANAGED_BY,
-    POD_OVERLAY_BLOCKLIST,
-    RECORD_KEY,
     KubernetesCommonOpts,
     dns_label,
-    field_ref,
-    label_value,
-    make_app_name,
     opts_from_cfg,
     parse_app_id,
-    role_dns_names,
-)
-from anylaunch.schedulers.kubernetes.pods import (
-    PodOptions,
-    apply_overlays,
-    apply_pod_overlays,
-    container_resources,
-    port_name,
-    replica_role,
-    role_to_pod,
 )
 from anylaunch.schedulers.kubernetes.queries import app_views, find_record, wait_rank0_ip
 from anylaunch.schedulers.kubernetes.record import (
@@ -103,25 +59,16 @@ from anylaunch.schedulers.kubernetes.record import (
     record_configmap,
     record_data,
     record_payload,
-    role_record,
 )
 from anylaunch.schedulers.kubernetes.request import (
-    RANK0_IP_PLACEHOLDER,
     KubernetesRequest,
-    app_labels,
     fill_rank0_ip,
-    format_request,
 )
 from anylaunch.schedulers.kubernetes.state import (
     AppView,
     ReplicaView,
-    app_state_of,
     app_verdict,
     describe_response,
-    group_by_replica,
-    newest,
-    pending_reason,
-    pod_replica_state,
 )
 from anylaunch.schedulers.kubernetes.watch import KubeWatch, OwnWrite, acquire, release
 from anylaunch.specs.api import AppDef, AppDryRunInfo, AppState, Role, make_app_handle
@@ -130,55 +77,7 @@ from anylaunch.specs.runopts import CfgVal, runopts
 from anylaunch.workspace.docker_workspace import DockerWorkspaceMixin
 
 __all__ = [
-    "ANNOTATION_CANCELLED",
-    "ANNOTATION_STOPPED",
-    "LABEL_APP_ID",
-    "LABEL_APP_NAME",
-    "LABEL_MANAGED_BY",
-    "LABEL_MODE",
-    "LABEL_REPLICA_ID",
-    "LABEL_ROLE",
-    "LABEL_ROLE_INDEX",
-    "LABEL_SCHEDULER",
-    "MANAGED_BY",
-    "POD_OVERLAY_BLOCKLIST",
-    "RANK0_ENV",
-    "RANK0_IP_PLACEHOLDER",
-    "RECORD_KEY",
-    "AppView",
-    "KubeClient",
-    "KubernetesApiError",
-    "KubernetesCommonOpts",
-    "KubernetesRequest",
     "KubernetesSchedulerBase",
-    "KubernetesSchedulerError",
-    "KubernetesValidationError",
-    "PodOptions",
-    "ReplicaView",
-    "aggregate_replica_states",
-    "app_labels",
-    "app_state_of",
-    "apply_overlays",
-    "apply_pod_overlays",
-    "container_resources",
-    "dns_label",
-    "field_ref",
-    "format_request",
-    "group_by_replica",
-    "label_value",
-    "make_app_name",
-    "newest",
-    "opts_from_cfg",
-    "parse_app_id",
-    "pending_reason",
-    "pod_replica_state",
-    "port_name",
-    "record_configmap",
-    "replica_role",
-    "role_dns_names",
-    "role_from_record",
-    "role_record",
-    "role_to_pod",
     "utc_now",
 ]
 

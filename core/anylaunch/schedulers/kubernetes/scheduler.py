@@ -50,9 +50,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from anylaunch.schedulers.kubernetes.common import (
-    KubeClient as KubeClient,  # re-exported: the module's old public name
-)
-from anylaunch.schedulers.kubernetes.common import (
     KubernetesSchedulerBase,
     utc_now,
 )

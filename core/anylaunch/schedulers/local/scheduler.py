@@ -38,7 +38,7 @@ from anylaunch.schedulers.api import (
 )
 from anylaunch.schedulers.common.app_ids import is_valid_app_id, make_app_id
 from anylaunch.schedulers.common.changes import ChangeFeed
-from anylaunch.schedulers.common.roles import RANK0_ENV, check_no_nul, role_from_record, role_record
+from anylaunch.schedulers.common.roles import check_no_nul, role_from_record, role_record
 from anylaunch.schedulers.common.states import aggregate_replica_states
 from anylaunch.schedulers.common.tail import ChangeWaiter, follow, iter_lines
 from anylaunch.schedulers.local import state as ls
@@ -48,7 +48,6 @@ from anylaunch.schedulers.local.request import (
     DEFAULT_START_TIMEOUT_S,
     LocalAppRequest,
     LocalOpts,
-    LocalReplicaRequest,
     LocalRoleRequest,
     LocalSchedulerError,
     _replica_request,
@@ -71,21 +70,11 @@ from anylaunch.specs.errors import (
     InvalidSpecError,
 )
 from anylaunch.specs.runopts import CfgVal, runopts
-from anylaunch.specs.secrets import is_secret_env_name
 
 __all__ = [
-    "RANK0_ENV",
-    "LocalAppRequest",
-    "LocalOpts",
-    "LocalReplicaRequest",
-    "LocalRoleRequest",
     "LocalScheduler",
-    "LocalSchedulerError",
     "app_state",
-    "assign_gpus",
     "create_scheduler",
-    "format_request",
-    "is_secret_env_name",
 ]
 
 log: logging.Logger = logging.getLogger(__name__)

@@ -45,7 +45,6 @@ from anylaunch.schedulers.api import (
     Stream,
 )
 from anylaunch.schedulers.common.app_ids import is_valid_app_id
-from anylaunch.schedulers.common.roles import RANK0_ENV
 from anylaunch.schedulers.common.tail import follow, iter_lines
 from anylaunch.schedulers.lsf.jobs import (
     _build_request,
@@ -59,7 +58,6 @@ from anylaunch.schedulers.lsf.names import (
     BACKEND,
     BJOBS_FIELDS,
     COMMAND_TIMEOUT_S,
-    LSF_STATES,
     LsfJob,
     LsfOpts,
     LsfRequest,
@@ -67,15 +65,12 @@ from anylaunch.schedulers.lsf.names import (
     LsfSubmitError,
     LsfUnreachableError,
     format_request,
-    job_description,
-    parse_job_description,
 )
 from anylaunch.schedulers.lsf.state import (
     _latest,
     _Record,
     _record,
     app_state,
-    replica_state,
 )
 from anylaunch.specs.api import (
     NONE,
@@ -90,21 +85,8 @@ from anylaunch.specs.errors import InvalidSpecError
 from anylaunch.specs.runopts import CfgVal, runopts
 
 __all__ = [
-    "BJOBS_FIELDS",
-    "LSF_STATES",
-    "RANK0_ENV",
-    "LsfJob",
-    "LsfOpts",
-    "LsfRequest",
     "LsfScheduler",
-    "LsfSchedulerError",
-    "LsfSubmitError",
-    "app_state",
     "create_scheduler",
-    "format_request",
-    "job_description",
-    "parse_job_description",
-    "replica_state",
 ]
 
 log: logging.Logger = logging.getLogger(__name__)

@@ -40,7 +40,6 @@ from anylaunch.schedulers.api import (
     Scheduler,
     Stream,
 )
-from anylaunch.schedulers.common.roles import RANK0_ENV
 from anylaunch.schedulers.common.states import aggregate_replica_states
 from anylaunch.schedulers.slurm.query import (
     SlurmCommandError,
@@ -64,7 +63,6 @@ from anylaunch.schedulers.slurm.request import (
     _installed_slurm_version,
     _resource_opts,
     format_request,
-    gpu_opts,
     parse_slurm_version,
 )
 from anylaunch.specs.api import (
@@ -87,15 +85,8 @@ from anylaunch.specs.runopts import CfgVal, runopts
 from anylaunch.workspace.dir_workspace import DirWorkspaceMixin
 
 __all__ = [
-    "RANK0_ENV",
-    "SlurmBatchRequest",
-    "SlurmCommandError",
-    "SlurmOpts",
-    "SlurmRoleGroup",
     "SlurmScheduler",
     "create_scheduler",
-    "gpu_opts",
-    "parse_slurm_version",
 ]
 
 log: logging.Logger = logging.getLogger(__name__)
