@@ -3,6 +3,7 @@ package per backend."""
 
 from __future__ import annotations
 
+import ast
 import importlib
 from pathlib import Path
 
@@ -85,3 +86,64 @@ def test_a_dry_run_returns_the_request_type_the_entry_module_names(name: str) ->
 
 def test_at_most_fifteen_modules_sit_directly_in_schedulers() -> None:
     assert len(list(SCHEDULERS.glob("*.py"))) <= 15
+
+
+BACKENDS = ("local", "docker", "kubernetes", "aws", "slurm", "lsf")
+#: What a part of anylaunch.schedulers may import from anylaunch.schedulers: its own package, and
+#: what stands below it (common below api, api below every backend).
+MAY_IMPORT = {
+    "common": {"common"},
+    "api": {"api", "common"},
+    **{backend: {backend, "api", "common"} for backend in BACKENDS},
+}
+
+
+def _part(module: str) -> str:
+    """The part of anylaunch.schedulers a module belongs to: a package, "api", or "" for the
+    registry and TorchX's entry modules (which stand above everything)."""
+    parts = module.split(".")
+    if parts[:2] != ["anylaunch", "schedulers"] or len(parts) < 3:
+        return ""
+    return parts[2] if parts[2] in MAY_IMPORT else ""
+
+
+def _imports() -> list[tuple[str, str, int, str, list[str]]]:
+    """(path, importing module, line, imported module, names) of every import under
+    anylaunch/schedulers, lazy ones included."""
+    found = []
+    for path in sorted(SCHEDULERS.rglob("*.py")):
+        rel = path.relative_to(SCHEDULERS.parent.parent).with_suffix("")
+        module = ".".join(rel.parts).removesuffix(".__init__")
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                names = [a.name for a in node.names]
+                target = node.module
+                if target in ("anylaunch.schedulers", "anylaunch.schedulers.common"):
+                    # `from anylaunch.schedulers.common import app_ids`: the submodules
+                    target, names = f"{target}.{names[0]}", names[1:]
+                found.append((str(path), module, node.lineno, target, names))
+            elif isinstance(node, ast.Import):
+                found += [(str(path), module, node.lineno, a.name, []) for a in node.names]
+    return found
+
+
+def test_each_package_imports_only_itself_and_what_stands_below_it() -> None:
+    wrong = [
+        f"{path}:{line}: {module} imports {target}"
+        for path, module, line, target, _ in _imports()
+        if _part(module)
+        and target.startswith("anylaunch.schedulers")
+        and _part(target) not in MAY_IMPORT[_part(module)]
+    ]
+    assert wrong == []
+
+
+def test_no_private_name_is_imported_from_another_package() -> None:
+    wrong = [
+        f"{path}:{line}: {name} from {target}"
+        for path, module, line, target, names in _imports()
+        if target.startswith("anylaunch.") and (_part(module) != _part(target) or not _part(module))
+        for name in names
+        if name.startswith("_")
+    ]
+    assert wrong == []
