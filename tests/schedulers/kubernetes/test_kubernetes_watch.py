@@ -1,4 +1,4 @@
-"""The shared list+watch of the Kubernetes schedulers (kubernetes_watch), on the real API
+"""The shared list+watch of the Kubernetes schedulers (kubernetes.watch), on the real API
 server: it sees apps come, end and go, survives an expired resourceVersion and a broken
 connection, and while it is down describes fall back to list calls."""
 

@@ -334,7 +334,7 @@ def main(argv: list[str] | None = None) -> int:
     idle_s = float(options.get("--idle", DEFAULT_IDLE_S))
     ready_fd = int(options.get("--ready-fd", -1))
     # what every supervisor needs, imported once here instead of once per app
-    import fcntl  # noqa: F401  (local_state.app_lock imports it lazily)
+    import fcntl  # noqa: F401  (state.app_lock imports it lazily)
     import gc
     import select  # noqa: F401
 

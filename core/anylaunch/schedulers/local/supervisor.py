@@ -554,7 +554,7 @@ class Supervisor:
         with ls.app_lock(self.app_dir):
             current = ls.read_json(os.path.join(self.app_dir, ls.STATE_FILE))
             if current is not None and current.get("state") != "SUBMITTED":
-                return None  # (no state yet: SUBMITTED, see local_state.read_state)
+                return None  # (no state yet: SUBMITTED, see state.read_state)
             self.claimed = True
             self.check_cancel(time.monotonic())  # a cancel may have raced with the start
             self.start_group(self.replicas, "PENDING")
