@@ -1,10 +1,5 @@
-"""TorchX's module path of the ``aws_sagemaker`` scheduler.
-
-It exposes the scheduler (:class:`AWSSageMakerScheduler`), its run options
-(:class:`AWSSageMakerOpts`), its dry-run request (:class:`SageMakerJobRequest`) and the
-registry's factory (:func:`create_scheduler`). The code, and the description of the scheduler,
-are in :mod:`anylaunch.schedulers.aws.sagemaker`.
-"""
+"""TorchX's module path of the ``aws_sagemaker`` scheduler: its public names, from
+:mod:`anylaunch.schedulers.aws.sagemaker` (the code, and its description)."""
 
 from anylaunch.schedulers.aws.sagemaker import (
     AWSSageMakerOpts,
@@ -13,9 +8,4 @@ from anylaunch.schedulers.aws.sagemaker import (
     create_scheduler,
 )
 
-__all__ = [
-    "AWSSageMakerOpts",
-    "AWSSageMakerScheduler",
-    "SageMakerJobRequest",
-    "create_scheduler",
-]
+__all__ = ["AWSSageMakerOpts", "AWSSageMakerScheduler", "SageMakerJobRequest", "create_scheduler"]

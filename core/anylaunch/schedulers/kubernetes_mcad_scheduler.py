@@ -1,10 +1,5 @@
-"""TorchX's module path of the ``kubernetes_mcad`` scheduler.
-
-It exposes the scheduler (:class:`KubernetesMCADScheduler`), its run options
-(:class:`KubernetesMCADOpts`), its dry-run request (:class:`KubernetesRequest`) and the
-registry's factory (:func:`create_scheduler`). The code, and the description of the scheduler,
-are in :mod:`anylaunch.schedulers.kubernetes.mcad`.
-"""
+"""TorchX's module path of the ``kubernetes_mcad`` scheduler: its public names, from
+:mod:`anylaunch.schedulers.kubernetes.mcad` (the code, and its description)."""
 
 from anylaunch.schedulers.kubernetes.mcad import (
     KubernetesMCADOpts,
@@ -13,9 +8,4 @@ from anylaunch.schedulers.kubernetes.mcad import (
 )
 from anylaunch.schedulers.kubernetes.request import KubernetesRequest
 
-__all__ = [
-    "KubernetesMCADOpts",
-    "KubernetesMCADScheduler",
-    "KubernetesRequest",
-    "create_scheduler",
-]
+__all__ = ["KubernetesMCADOpts", "KubernetesMCADScheduler", "KubernetesRequest", "create_scheduler"]

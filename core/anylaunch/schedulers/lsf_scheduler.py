@@ -1,16 +1,7 @@
-"""TorchX's module path of the ``lsf`` scheduler.
-
-It exposes the scheduler (:class:`LsfScheduler`), its run options (:class:`LsfOpts`), its dry-
-run request (:class:`LsfRequest`) and the registry's factory (:func:`create_scheduler`). The
-code, and the description of the scheduler, are in :mod:`anylaunch.schedulers.lsf.scheduler`.
-"""
+"""TorchX's module path of the ``lsf`` scheduler: its public names, from
+:mod:`anylaunch.schedulers.lsf.scheduler` (the code, and its description)."""
 
 from anylaunch.schedulers.lsf.names import LsfOpts, LsfRequest
 from anylaunch.schedulers.lsf.scheduler import LsfScheduler, create_scheduler
 
-__all__ = [
-    "LsfOpts",
-    "LsfRequest",
-    "LsfScheduler",
-    "create_scheduler",
-]
+__all__ = ["LsfOpts", "LsfRequest", "LsfScheduler", "create_scheduler"]
