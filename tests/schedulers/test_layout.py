@@ -65,7 +65,7 @@ def test_an_entry_module_exposes_torchx_names_and_nothing_else(name: str) -> Non
     module = importlib.import_module(DEFAULT_SCHEDULER_MODULES[name])
     _, scheduler_class, opts, request = PUBLIC[name]
     assert sorted(module.__all__) == sorted([scheduler_class, opts, request, "create_scheduler"])
-    public = {n for n in vars(module) if not n.startswith("_")}
+    public = {n for n in vars(module) if n.isidentifier() and not n.startswith("_")}
     assert public == set(module.__all__), "an entry module imports what it exposes, only"
     assert issubclass(getattr(module, scheduler_class), Scheduler)
     assert issubclass(getattr(module, opts), StructuredOpts)
