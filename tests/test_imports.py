@@ -41,3 +41,13 @@ def test_the_sdks_are_installed_so_the_check_above_means_something() -> None:
     code = f"import importlib.util as u; print([m for m in {HEAVY!r} if u.find_spec(m) is None])"
     out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
     assert out.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize(
+    "module", ["anylaunch.workspace.docker_workspace", "anylaunch.workspace.dir_workspace"]
+)
+def test_workspaces_stand_below_the_schedulers(module: str) -> None:
+    # workspaces are used by schedulers, never the other way round (require_sdk is anylaunch.sdk)
+    code = f"import sys, {module}; print('\\n'.join(sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
+    assert [m for m in out.stdout.split() if m.startswith("anylaunch.schedulers")] == []

@@ -27,10 +27,8 @@ CORE = ROOT / "core"
 INTEGRATIONS = ROOT / "integrations"
 ENGINE_PACKAGES = ("airflow_anylaunch", "prefect_anylaunch", "dagster_anylaunch")
 OUR_PACKAGES = ("anylaunch", *ENGINE_PACKAGES)
-#: The scheduler backends, each a package under schedulers/ once the reorg branch lands.
+#: The scheduler backends, each a package under schedulers/.
 BACKENDS = ("local", "docker", "kubernetes", "aws", "slurm", "lsf")
-
-REORG = "the reorg branch (one package per backend; workspace imports nothing of schedulers)"
 
 
 @dataclass(frozen=True)
@@ -167,8 +165,7 @@ def test_specs_imports_nothing_above_it(module: Module) -> None:
 
 @pytest.mark.parametrize(
     "module",
-    # MissingDependencyError / require_sdk, from schedulers.dependencies
-    params(("anylaunch.workspace",), {"anylaunch.workspace.docker_workspace": REORG}),
+    params(("anylaunch.workspace",), {}),
 )
 def test_workspace_imports_no_scheduler_runner_or_cli(module: Module) -> None:
     may_not = ("anylaunch.schedulers", "anylaunch.runner", "anylaunch.cli")
@@ -262,12 +259,14 @@ def test_no_private_name_crosses_a_package(module: Module) -> None:
     assert_none(private_uses(module))
 
 
-# --- scheduler backends (binding once the reorg branch makes them packages) ---------------------
+# --- scheduler backends -----------------------------------------------------------------------
 
 
 def backend_packages() -> list[str]:
     root = CORE / "anylaunch" / "schedulers"
-    return [f"anylaunch.schedulers.{b}" for b in BACKENDS if (root / b / "__init__.py").is_file()]
+    missing = [b for b in BACKENDS if not (root / b / "__init__.py").is_file()]
+    assert not missing, f"scheduler backend packages missing: {missing}"
+    return [f"anylaunch.schedulers.{b}" for b in BACKENDS]
 
 
 def entry_modules() -> list[str]:
@@ -276,7 +275,6 @@ def entry_modules() -> list[str]:
 
 
 def test_backends_import_neither_each_other_nor_an_entry_module() -> None:
-    """Vacuous while the schedulers are flat modules; binding for every backend package."""
     breaches: list[str] = []
     for backend in backend_packages():
         others = tuple(b for b in backend_packages() if b != backend) + tuple(entry_modules())

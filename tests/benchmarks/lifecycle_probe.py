@@ -22,7 +22,7 @@ TICKER = (
 )
 
 
-SERVER_MODULE = b"anylaunch.schedulers.local_forkserver_server"
+SERVER_MODULE = b"anylaunch.schedulers.local.forkserver_server"
 
 
 def _argv(pid: str) -> list[bytes]:

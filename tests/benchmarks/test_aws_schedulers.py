@@ -14,8 +14,9 @@ from typing import Any
 from pytest_benchmark.fixture import BenchmarkFixture
 
 from anylaunch.runner import get_runner
+from anylaunch.schedulers.aws.sagemaker import LOG_GROUP
 from anylaunch.schedulers.aws_batch_scheduler import AWSBatchScheduler
-from anylaunch.schedulers.aws_sagemaker_scheduler import LOG_GROUP, AWSSageMakerScheduler
+from anylaunch.schedulers.aws_sagemaker_scheduler import AWSSageMakerScheduler
 from anylaunch.specs import AppDef, AppState, Resource, Role, named_resources
 from tests.schedulers.aws import moto_env
 from tests.schedulers.aws.moto_env import BATCH_IMAGE, boto3_client

@@ -14,7 +14,7 @@ from typing import Any
 
 from pytest_benchmark.fixture import BenchmarkFixture
 
-from anylaunch.schedulers.kubernetes_common import KubeClient
+from anylaunch.schedulers.kubernetes.client import KubeClient
 from anylaunch.schedulers.kubernetes_mcad_scheduler import KubernetesMCADScheduler
 from anylaunch.schedulers.kubernetes_scheduler import KubernetesScheduler
 from anylaunch.specs import AppDef, AppState, Resource, Role

@@ -85,7 +85,7 @@ LIST_SCHEDULERS = """
 import json, sys
 from anylaunch.schedulers import get_scheduler_factories
 names = list(get_scheduler_factories())
-backends = [m for m in sys.modules if m.startswith("anylaunch.schedulers.") and m.endswith("_scheduler")]
+backends = [m for m in sys.modules if m.startswith("anylaunch.schedulers.")]
 print(json.dumps({"names": names, "backends": backends}))
 """
 

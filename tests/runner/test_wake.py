@@ -10,7 +10,7 @@ import pytest
 
 from anylaunch.runner import get_runner
 from anylaunch.runner.wake import AsyncChangeWaiter, scheduler_change_feed
-from anylaunch.schedulers.changes import ChangeFeed, ManualChangeFeed
+from anylaunch.schedulers.common.changes import ChangeFeed, ManualChangeFeed
 from anylaunch.specs.errors import UnknownSchedulerException
 
 
@@ -104,7 +104,7 @@ def test_a_waiter_with_a_long_wait_uses_almost_no_cpu_while_nothing_changes() ->
 def test_the_async_waiter_is_woken_by_local_cwd_state_file_changes(tmp_path) -> None:
     """The waiter thread only peeks at the feed: local_cwd's feed must start watching an app
     on a peek too, or a trigger on local_cwd would sleep its whole resync."""
-    from anylaunch.schedulers.local_changes import LocalChangeFeed
+    from anylaunch.schedulers.local.changes import LocalChangeFeed
 
     (tmp_path / "app-1").mkdir()
     feed = LocalChangeFeed(str(tmp_path))

@@ -8,8 +8,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from anylaunch.schedulers import local_state as ls
 from anylaunch.schedulers.api import DescribeAppResponse
+from anylaunch.schedulers.local import state as ls
 from anylaunch.schedulers.local_scheduler import LocalScheduler
 from anylaunch.specs import AppDef, AppState, Role
 

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from anylaunch.schedulers import local_state as ls
+from anylaunch.schedulers.local import state as ls
 
 APP_ID = "old-app-wuoklvrf"
 ROLE = "trainer"

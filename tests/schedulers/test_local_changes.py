@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from anylaunch.schedulers import local_state as ls
-from anylaunch.schedulers.local_changes import LocalChangeFeed, feed_for
+from anylaunch.schedulers.local import state as ls
+from anylaunch.schedulers.local.changes import LocalChangeFeed, feed_for
 from anylaunch.schedulers.local_scheduler import LocalScheduler, create_scheduler
 from anylaunch.specs import AppState
 from tests.schedulers.local_helpers import py_role, run, wait_done, wait_running

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from anylaunch.schedulers import local_forkserver as lf
-from anylaunch.schedulers import local_state as ls
+from anylaunch.schedulers.local import forkserver as lf
+from anylaunch.schedulers.local import state as ls
 from anylaunch.schedulers.local_scheduler import LocalAppRequest, LocalScheduler, create_scheduler
 from anylaunch.specs import AppDef, AppState, Role
 from anylaunch.specs.errors import InvalidSpecError
@@ -219,7 +219,7 @@ def test_falls_back_to_a_direct_start_when_the_server_cannot_start(
     app_id = waiting_app(sched, go)
     pid = supervisor_pid(sched, app_id)
     assert parent_of(pid) == os.getpid()  # started by this process, as a new interpreter
-    assert "anylaunch.schedulers.local_supervisor" in cmdline(pid)
+    assert "anylaunch.schedulers.local.supervisor" in cmdline(pid)
     assert servers_of(root) == []
     go.touch()
     assert wait_done(sched, app_id) == AppState.SUCCEEDED
@@ -432,10 +432,10 @@ def test_a_second_supervisor_of_the_same_app_does_not_run_it(
     role = Role("w", image=".", entrypoint=PY, args=["-c", code, str(starts)])
     request = dryrun(sched, AppDef("dup", roles=[role]))
     sched._create_app_dir(request, request.app_dir)
-    package_root = Path(ls.__file__).resolve().parents[2]
+    package_root = Path(ls.__file__).resolve().parents[3]
     supervisors = [
         subprocess.Popen(
-            [PY, "-S", "-E", "-m", "anylaunch.schedulers.local_supervisor", request.app_dir],
+            [PY, "-S", "-E", "-m", "anylaunch.schedulers.local.supervisor", request.app_dir],
             cwd=package_root,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
@@ -457,11 +457,11 @@ def test_the_supervisor_and_server_import_only_what_they_need() -> None:
     code = (
         "import sys\n"
         "before = set(sys.modules)\n"
-        "import anylaunch.schedulers.local_forkserver_server\n"
-        "import anylaunch.schedulers.local_supervisor\n"
+        "import anylaunch.schedulers.local.forkserver_server\n"
+        "import anylaunch.schedulers.local.supervisor\n"
         "print('\\n'.join(sorted(set(sys.modules) - before)))\n"
     )
-    package_root = Path(ls.__file__).resolve().parents[2]
+    package_root = Path(ls.__file__).resolve().parents[3]
     out = subprocess.run(
         [PY, "-S", "-E", "-c", code],
         cwd=package_root,
@@ -474,11 +474,11 @@ def test_the_supervisor_and_server_import_only_what_they_need() -> None:
     assert ours == {
         "anylaunch",
         "anylaunch.schedulers",
-        "anylaunch.schedulers.app_ids",  # stdlib only (os, re)
-        "anylaunch.schedulers.local_forkserver",
-        "anylaunch.schedulers.local_forkserver_server",
-        "anylaunch.schedulers.local_state",
-        "anylaunch.schedulers.local_supervisor",
+        "anylaunch.schedulers.local",
+        "anylaunch.schedulers.local.forkserver",
+        "anylaunch.schedulers.local.forkserver_server",
+        "anylaunch.schedulers.local.state",
+        "anylaunch.schedulers.local.supervisor",
     }
     heavy = {"typing", "threading", "subprocess", "pathlib", "logging", "dataclasses", "socket"}
     assert heavy & set(out) == set()
@@ -508,7 +508,7 @@ def test_a_prepared_spare_leaks_nothing_and_is_a_subreaper() -> None:
     # what a spare runs before its app is assigned, in a process of its own
     code = (
         "import ctypes, os\n"
-        "from anylaunch.schedulers import local_supervisor\n"
+        "from anylaunch.schedulers.local import supervisor as local_supervisor\n"
         "before = sorted(os.listdir('/proc/self/fd'))\n"
         "local_supervisor.prepare_spare()\n"
         "after = sorted(os.listdir('/proc/self/fd'))\n"
@@ -516,7 +516,7 @@ def test_a_prepared_spare_leaks_nothing_and_is_a_subreaper() -> None:
         "ctypes.CDLL(None).prctl(37, ctypes.byref(flag), 0, 0, 0)  # PR_GET_CHILD_SUBREAPER\n"
         "print(before == after, flag.value)\n"
     )
-    package_root = Path(ls.__file__).resolve().parents[2]
+    package_root = Path(ls.__file__).resolve().parents[3]
     out = subprocess.run(
         [PY, "-S", "-E", "-c", code],
         cwd=package_root,

@@ -22,15 +22,11 @@ from typing import Any
 import pytest
 
 from anylaunch.schedulers import get_scheduler_factory
-from anylaunch.schedulers import local_state as ls
 from anylaunch.schedulers.api import Scheduler, Stream
-from anylaunch.schedulers.file_tail import follow, iter_lines
-from anylaunch.schedulers.local_scheduler import (
-    LocalAppRequest,
-    LocalScheduler,
-    LocalSchedulerError,
-    create_scheduler,
-)
+from anylaunch.schedulers.common.tail import follow, iter_lines
+from anylaunch.schedulers.local import state as ls
+from anylaunch.schedulers.local.request import LocalSchedulerError
+from anylaunch.schedulers.local_scheduler import LocalAppRequest, LocalScheduler, create_scheduler
 from anylaunch.specs import AppDef, AppState, Resource, RetryPolicy, Role
 from anylaunch.specs.errors import InvalidSpecError, UnknownAppException
 from tests.schedulers import local_previous_version as old

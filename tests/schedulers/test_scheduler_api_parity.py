@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from anylaunch.schedulers import local_state as ls
 from anylaunch.schedulers.api import CANCEL_REQUESTED, Scheduler
+from anylaunch.schedulers.local import state as ls
 from anylaunch.schedulers.local_scheduler import LocalScheduler, create_scheduler
 from anylaunch.specs import AppDef, AppDryRunInfo, AppState, CfgVal, Workspace
 from anylaunch.specs.errors import InvalidRunConfigException, InvalidSpecError

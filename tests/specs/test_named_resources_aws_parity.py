@@ -6,8 +6,8 @@ import logging
 
 import pytest
 
-from anylaunch.schedulers.aws_batch_request import check_app, device_mounts
-from anylaunch.schedulers.kubernetes_pods import container_resources
+from anylaunch.schedulers.aws.batch_request import check_app, device_mounts
+from anylaunch.schedulers.kubernetes.pods import container_resources
 from anylaunch.specs import AppDef, InvalidSpecError, Resource, Role, named_resources, resource
 from anylaunch.specs import named_resources_aws as aws
 from anylaunch.specs.named_resources_aws import (

@@ -376,7 +376,7 @@ def test_dryrun_info_app_and_cfg_are_read_only_and_empty_by_default(
     with pytest.raises(AttributeError):
         info.app = AppDef("x")  # type: ignore[misc]
 
-    from anylaunch.schedulers import local_state
+    from anylaunch.schedulers.local import state as local_state
     from anylaunch.schedulers.local_scheduler import create_scheduler
 
     monkeypatch.setenv(local_state.STATE_DIR_ENV, str(tmp_path / "state"))

@@ -28,7 +28,7 @@ from anylaunch.schedulers.api import (
     SchedulerFactory,
     Stream,
 )
-from anylaunch.schedulers.changes import ChangeFeed
+from anylaunch.schedulers.common.changes import ChangeFeed
 from anylaunch.specs.api import (
     NONE,
     AppDef,

@@ -80,7 +80,7 @@ if TYPE_CHECKING:
     from anylaunch.runner.api import Runner
     from anylaunch.runner.logs import LogFollower, LogPump
     from anylaunch.schedulers.api import Stream
-    from anylaunch.schedulers.changes import ChangeFeed
+    from anylaunch.schedulers.common.changes import ChangeFeed
 
 __all__ = [
     "CANCEL_WAIT_S",

@@ -3,7 +3,7 @@
 A driver that has decided to poll again in ``after`` seconds (a
 :class:`~anylaunch.runner.watch.Poll` decision) calls :func:`wait_for_change` instead of
 sleeping: it returns as soon as the scheduler's
-:class:`~anylaunch.schedulers.changes.ChangeFeed` says the app may have changed, or after
+:class:`~anylaunch.schedulers.common.changes.ChangeFeed` says the app may have changed, or after
 ``after`` seconds, whichever is first; a scheduler without a feed just sleeps. The poll that
 follows stays the source of truth. Event-loop drivers (the Airflow trigger, Prefect) wait
 for many apps at once through one :class:`AsyncChangeWaiter`.
@@ -28,7 +28,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from anylaunch.schedulers.changes import ChangeFeed, ManualChangeFeed
+from anylaunch.schedulers.common.changes import ChangeFeed, ManualChangeFeed
 from anylaunch.specs.api import parse_app_handle
 
 if TYPE_CHECKING:

@@ -44,10 +44,6 @@ _warned_overrides: set[str] = set()
 
 
 def __getattr__(name: str) -> Any:
-    if name == "SchedulerUnavailableError":
-        from anylaunch.specs.errors import SchedulerUnavailableError
-
-        return SchedulerUnavailableError
     if name == "SchedulerFactory":
         from anylaunch.schedulers.api import SchedulerFactory
 

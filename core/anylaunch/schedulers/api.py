@@ -13,9 +13,9 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import Enum
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
-from anylaunch.schedulers.changes import ChangeFeed
+from anylaunch.schedulers.common.changes import ChangeFeed
 from anylaunch.specs.api import (
     NONE,
     AppDef,
@@ -162,7 +162,7 @@ class Scheduler(abc.ABC, Generic[T]):
         ``_submit_dryrun`` and then each role's ``pre_proc`` in order.
         """
         app.validate()
-        from anylaunch.schedulers.shared import check_role_no_nul
+        from anylaunch.schedulers.common.roles import check_role_no_nul
 
         for role in app.roles:  # no backend can carry a NUL byte: reject it for all of them
             check_role_no_nul(role)
@@ -182,6 +182,32 @@ class Scheduler(abc.ABC, Generic[T]):
     @abc.abstractmethod
     def schedule(self, dryrun_info: AppDryRunInfo[object]) -> str:
         """Submits a previously dry-run request. Returns the app_id."""
+
+    #: The type of the native request :meth:`_submit_dryrun` makes; :meth:`schedule` takes no
+    #: other (see :meth:`_own_request`). ``object``, the default, lets any request through.
+    request_type: ClassVar[type[Any]] = object
+
+    def _own_request(self, dryrun_info: AppDryRunInfo[Any]) -> Any:
+        """The request of ``dryrun_info``, checked to be one this scheduler's
+        :meth:`submit_dryrun` makes (:meth:`_is_own_request`): :meth:`schedule` starts here.
+
+        Raises:
+            InvalidSpecError: the request is another scheduler's, or no request at all.
+        """
+        request = dryrun_info.request
+        if not self._is_own_request(request):
+            raise InvalidSpecError(
+                "dryrun_info.request",
+                type(request).__name__,
+                f"is not a request of the {self.backend} scheduler",
+                f"create it with the {self.backend} scheduler's submit_dryrun",
+            )
+        return request
+
+    def _is_own_request(self, request: object) -> bool:
+        """Whether :meth:`schedule` takes ``request``: by default, whether it is a
+        :attr:`request_type`. Schedulers that share a request type tell theirs apart here."""
+        return isinstance(request, self.request_type)
 
     def run_opts(self) -> runopts:
         """Returns accepted run configuration options (``anylaunch runopts <scheduler>``)."""
@@ -229,7 +255,7 @@ class Scheduler(abc.ABC, Generic[T]):
 
     def change_feed(self) -> ChangeFeed | None:
         """The process-wide feed of this backend's app changes, or None if it pushes none
-        (drivers then poll on their interval). See :mod:`anylaunch.schedulers.changes`."""
+        (drivers then poll on their interval). See :mod:`anylaunch.schedulers.common.changes`."""
         return None
 
     # --- control --------------------------------------------------------------------------

@@ -28,7 +28,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import IO, Any
 
-from anylaunch.schedulers.dependencies import require_sdk
+from anylaunch.sdk import require_sdk
 from anylaunch.specs.api import AppDef, Role, Workspace
 from anylaunch.specs.errors import AnylaunchError, InvalidRunConfigException, InvalidSpecError
 from anylaunch.specs.runopts import CfgVal, runopts

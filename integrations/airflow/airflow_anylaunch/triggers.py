@@ -49,7 +49,7 @@ from anylaunch.specs.secrets import Redactor
 
 if TYPE_CHECKING:
     from anylaunch.runner import Runner
-    from anylaunch.schedulers.changes import ChangeFeed
+    from anylaunch.schedulers.common.changes import ChangeFeed
 
 __all__ = ["AnylaunchAppTrigger"]
 

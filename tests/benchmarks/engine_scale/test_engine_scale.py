@@ -109,7 +109,7 @@ def _check(entry: dict[str, Any], n: int) -> None:
 @contextlib.contextmanager
 def _namespace(client: Any) -> Iterator[str]:
     """A fresh namespace (with its default service account), deleted and gone afterwards."""
-    from anylaunch.schedulers.kubernetes_common import KubernetesApiError
+    from anylaunch.schedulers.kubernetes.client import KubernetesApiError
 
     name = f"engine-scale-{uuid.uuid4().hex[:8]}"
     path = f"/api/v1/namespaces/{name}"
@@ -138,7 +138,7 @@ def _namespace(client: Any) -> Iterator[str]:
 def bench_client(kube_client: Any) -> Any:
     """A client of the same API server whose requests the audit log names as the benchmark's
     (user agent ``harness.BENCH_AGENT``), not the engine's."""
-    from anylaunch.schedulers.kubernetes_common import KubeClient
+    from anylaunch.schedulers.kubernetes.client import KubeClient
 
     client = KubeClient.from_config(kube_cluster.kubeconfig())
     client.api_client.user_agent = harness.BENCH_AGENT

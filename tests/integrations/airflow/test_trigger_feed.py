@@ -8,7 +8,7 @@ from typing import Any, Dict, Optional
 
 from anylaunch.runner import get_runner
 from anylaunch.runner.wake import AsyncChangeWaiter
-from anylaunch.schedulers.changes import ManualChangeFeed
+from anylaunch.schedulers.common.changes import ManualChangeFeed
 from anylaunch.specs import AppDef, Role
 from anylaunch.specs.api import parse_app_handle
 

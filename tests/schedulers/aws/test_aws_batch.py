@@ -20,14 +20,10 @@ from hypothesis import strategies as st
 from anylaunch.runner import get_runner
 from anylaunch.schedulers import get_scheduler_factory
 from anylaunch.schedulers.api import Stream
-from anylaunch.schedulers.aws_batch_scheduler import (
-    CANCEL_REASON,
-    MAIN_NODE_ADDR_ENV,
-    AWSBatchScheduler,
-    BatchJobRequest,
-)
-from anylaunch.schedulers.aws_batch_state import job_state
-from anylaunch.schedulers.aws_common import AWSRequestError
+from anylaunch.schedulers.aws.batch_request import CANCEL_REASON, MAIN_NODE_ADDR_ENV
+from anylaunch.schedulers.aws.batch_state import job_state
+from anylaunch.schedulers.aws.common import AWSRequestError
+from anylaunch.schedulers.aws_batch_scheduler import AWSBatchScheduler, BatchJobRequest
 from anylaunch.specs import (
     AppDef,
     AppState,

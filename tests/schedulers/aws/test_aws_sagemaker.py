@@ -15,12 +15,8 @@ import pytest
 
 from anylaunch.schedulers import get_scheduler_factory
 from anylaunch.schedulers.api import Stream
-from anylaunch.schedulers.aws_sagemaker_scheduler import (
-    LOG_GROUP,
-    AWSSageMakerScheduler,
-    SageMakerJobRequest,
-    _job_state,
-)
+from anylaunch.schedulers.aws.sagemaker import LOG_GROUP, _job_state
+from anylaunch.schedulers.aws_sagemaker_scheduler import AWSSageMakerScheduler, SageMakerJobRequest
 from anylaunch.specs import AppDef, AppState, Resource, Role, macros, named_resources
 from anylaunch.specs.errors import InvalidRunConfigException, InvalidSpecError, UnknownAppException
 from tests.schedulers.aws.moto_env import boto3_client

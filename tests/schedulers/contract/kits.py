@@ -144,7 +144,7 @@ def make_kit(
         resource = Resource(cpu=0, gpu=0, memMB=128)
         if name == "kubernetes":
             return Kit(name, sched, cfg, BUSYBOX_IMAGE, resource)
-        from anylaunch.schedulers.kubernetes_mcad_scheduler import MCAD_API_VERSION
+        from anylaunch.schedulers.kubernetes.mcad import MCAD_API_VERSION
 
         client = request.getfixturevalue("kube_client")
 

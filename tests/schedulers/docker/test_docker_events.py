@@ -13,12 +13,10 @@ from typing import Any
 import pytest
 
 from anylaunch.runner.wake import scheduler_change_feed
-from anylaunch.schedulers import docker_events
-from anylaunch.schedulers.docker_events import DockerEventFeed
-from anylaunch.schedulers.docker_scheduler import (
-    DockerEngineUnavailableError,
-    DockerScheduler,
-)
+from anylaunch.schedulers.docker import events as docker_events
+from anylaunch.schedulers.docker.events import DockerEventFeed
+from anylaunch.schedulers.docker.request import DockerEngineUnavailableError
+from anylaunch.schedulers.docker_scheduler import DockerScheduler
 from anylaunch.specs import AppDef, AppState, Role
 from tests.runner.test_wake import thread_cpu_seconds
 from tests.schedulers.docker.docker_engine import connect, docker_host

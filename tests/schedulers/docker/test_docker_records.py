@@ -11,13 +11,9 @@ from typing import Any
 import pytest
 
 from anylaunch.schedulers.api import DescribeAppResponse
-from anylaunch.schedulers.docker_scheduler import (
-    LABEL_APP_ID,
-    LABEL_ROLE_SPEC,
-    DockerAppRequest,
-    DockerScheduler,
-)
-from anylaunch.schedulers.docker_state import _Container, role_of
+from anylaunch.schedulers.docker.request import LABEL_APP_ID, LABEL_ROLE_SPEC
+from anylaunch.schedulers.docker.state import _Container, role_of
+from anylaunch.schedulers.docker_scheduler import DockerAppRequest, DockerScheduler
 from anylaunch.specs import AppDef, AppState, Resource, RetryPolicy, Role, macros
 
 WAIT_S = 120  # a safety net against a hung app, not a measurement

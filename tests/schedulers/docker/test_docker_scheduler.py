@@ -16,13 +16,15 @@ from typing import Any
 import pytest
 
 from anylaunch.schedulers.api import DescribeAppResponse, Stream
-from anylaunch.schedulers.docker_scheduler import (
+from anylaunch.schedulers.docker.request import (
     LABEL_APP_ID,
-    DockerAppRequest,
     DockerEngineUnavailableError,
     DockerImageNotFoundError,
-    DockerScheduler,
     DockerSchedulerError,
+)
+from anylaunch.schedulers.docker_scheduler import (
+    DockerAppRequest,
+    DockerScheduler,
     create_scheduler,
 )
 from anylaunch.specs import AppDef, AppState, Resource, RetryPolicy, Role, macros, parse_mounts
@@ -564,7 +566,7 @@ def test_log_streams_windows_and_regex(scheduler: DockerScheduler, busybox_image
 
     # the window between the two bursts splits them
     stamped = scheduler._client().api.logs(f"{app_id}-a-0", timestamps=True).decode().splitlines()
-    from anylaunch.schedulers.docker_request import _parse_time
+    from anylaunch.schedulers.docker.request import _parse_time
 
     first = _parse_time(stamped[0].split(" ")[0])
     middle = datetime.fromtimestamp(first + 0.75)
@@ -690,7 +692,7 @@ def _replica(
     finished: float = 0.0,
     **labels: str,
 ) -> Any:
-    from anylaunch.schedulers.docker_scheduler import _Container
+    from anylaunch.schedulers.docker.state import _Container
 
     base = {
         "anylaunch.kind": "replica",
@@ -712,7 +714,7 @@ def _replica(
 
 
 def _retry_event(created: float) -> Any:
-    from anylaunch.schedulers.docker_scheduler import _Container
+    from anylaunch.schedulers.docker.state import _Container
 
     labels = {
         "anylaunch.kind": "event",
@@ -723,7 +725,7 @@ def _retry_event(created: float) -> Any:
 
 
 def test_a_retry_in_progress_is_neither_a_new_failure_nor_repeated() -> None:
-    from anylaunch.schedulers.docker_scheduler import _evaluate
+    from anylaunch.schedulers.docker.state import _evaluate
 
     # the restarter recorded the retry at t=20 and stopped r1 (exit 143); nothing restarted yet
     view = [
@@ -747,7 +749,7 @@ def test_a_retry_in_progress_is_neither_a_new_failure_nor_repeated() -> None:
 
 
 def test_engine_restarts_and_unstarted_containers() -> None:
-    from anylaunch.schedulers.docker_scheduler import _evaluate
+    from anylaunch.schedulers.docker.state import _evaluate
 
     restarting = [
         _replica("r0", "restarting", 1, **{"anylaunch.retry-policy": "REPLICA"}),

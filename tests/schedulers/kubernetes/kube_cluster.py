@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from anylaunch.schedulers.kubernetes_common import (
+from anylaunch.schedulers.kubernetes.client import (
     KubeClient,
     KubernetesApiError,
     KubernetesSchedulerError,

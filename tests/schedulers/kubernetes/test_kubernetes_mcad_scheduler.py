@@ -10,13 +10,9 @@ from typing import Any
 import pytest
 import yaml
 
-from anylaunch.schedulers.kubernetes_common import KubeClient, KubernetesValidationError
-from anylaunch.schedulers.kubernetes_mcad_scheduler import (
-    MCAD_API_VERSION,
-    PODGROUP_API_VERSION,
-    KubernetesMCADScheduler,
-    create_scheduler,
-)
+from anylaunch.schedulers.kubernetes.client import KubeClient, KubernetesValidationError
+from anylaunch.schedulers.kubernetes.mcad import MCAD_API_VERSION, PODGROUP_API_VERSION
+from anylaunch.schedulers.kubernetes_mcad_scheduler import KubernetesMCADScheduler, create_scheduler
 from anylaunch.specs import AppDef, AppState, Resource, Role
 from anylaunch.specs.overlays import InvalidOverlayError, set_overlay
 

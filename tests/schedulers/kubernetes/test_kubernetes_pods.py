@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from anylaunch.schedulers.api import DescribeAppResponse, Stream
-from anylaunch.schedulers.kubernetes_common import KubeClient
+from anylaunch.schedulers.kubernetes.client import KubeClient
 from anylaunch.schedulers.kubernetes_scheduler import KubernetesScheduler
 from anylaunch.specs import AppDef, AppState, BindMount, Resource, Role, macros
 from anylaunch.specs.errors import InvalidSpecError

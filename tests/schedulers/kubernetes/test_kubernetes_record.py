@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from anylaunch.schedulers.kubernetes_common import KubeClient
+from anylaunch.schedulers.kubernetes.client import KubeClient
 from anylaunch.schedulers.kubernetes_mcad_scheduler import KubernetesMCADScheduler
 from anylaunch.schedulers.kubernetes_scheduler import KubernetesScheduler
 from anylaunch.specs import AppDef, AppState, Resource, RetryPolicy, Role, parse_mounts

@@ -13,17 +13,14 @@ from typing import Any
 import pytest
 import yaml
 
-from anylaunch.schedulers.kubernetes_common import (
+from anylaunch.schedulers.kubernetes.client import (
     KubeClient,
     KubernetesApiError,
     KubernetesSchedulerError,
     KubernetesValidationError,
 )
-from anylaunch.schedulers.kubernetes_scheduler import (
-    VOLCANO_API_VERSION,
-    KubernetesScheduler,
-    create_scheduler,
-)
+from anylaunch.schedulers.kubernetes.scheduler import VOLCANO_API_VERSION
+from anylaunch.schedulers.kubernetes_scheduler import KubernetesScheduler, create_scheduler
 from anylaunch.specs import AppDef, AppState, Resource, RetryPolicy, Role, macros, parse_mounts
 from anylaunch.specs.errors import InvalidRunConfigException, InvalidSpecError
 from anylaunch.specs.overlays import JOIN, InvalidOverlayError, set_overlay

@@ -1,4 +1,4 @@
-"""The shared list+watch of the Kubernetes schedulers (kubernetes_watch), on the real API
+"""The shared list+watch of the Kubernetes schedulers (kubernetes.watch), on the real API
 server: it sees apps come, end and go, survives an expired resourceVersion and a broken
 connection, and while it is down describes fall back to list calls."""
 
@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from anylaunch.schedulers.kubernetes_client import KubernetesUnreachableError
+from anylaunch.schedulers.kubernetes.client import KubernetesUnreachableError
+from anylaunch.schedulers.kubernetes.watch import KubeWatch
 from anylaunch.schedulers.kubernetes_scheduler import KubernetesScheduler
-from anylaunch.schedulers.kubernetes_watch import KubeWatch
 from anylaunch.specs import AppDef, AppState, Resource, Role
 from tests.schedulers.kubernetes.conftest import CountingClient, _cleanup
 from tests.schedulers.kubernetes.kube_cluster import BUSYBOX, wait_for

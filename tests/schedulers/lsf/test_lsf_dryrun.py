@@ -20,12 +20,8 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from anylaunch.schedulers import get_scheduler_factory
-from anylaunch.schedulers.lsf_scheduler import (
-    RANK0_ENV,
-    LsfRequest,
-    LsfScheduler,
-    create_scheduler,
-)
+from anylaunch.schedulers.common.roles import RANK0_ENV
+from anylaunch.schedulers.lsf_scheduler import LsfRequest, LsfScheduler, create_scheduler
 from anylaunch.specs import AppDef, Resource, Role, macros
 from anylaunch.specs.api import BindMount, DeviceMount, VolumeMount
 from anylaunch.specs.errors import InvalidRunConfigException, InvalidSpecError

@@ -21,14 +21,9 @@ import pytest
 
 from anylaunch.runner import get_runner
 from anylaunch.schedulers.api import DescribeAppResponse, Stream
-from anylaunch.schedulers.lsf_scheduler import (
-    RANK0_ENV,
-    LsfRequest,
-    LsfScheduler,
-    LsfSchedulerError,
-    LsfSubmitError,
-    create_scheduler,
-)
+from anylaunch.schedulers.common.roles import RANK0_ENV
+from anylaunch.schedulers.lsf.names import LsfSchedulerError, LsfSubmitError
+from anylaunch.schedulers.lsf_scheduler import LsfRequest, LsfScheduler, create_scheduler
 from anylaunch.specs import AppDef, AppState, Resource, Role, macros
 from anylaunch.specs.errors import InvalidSpecError, UnknownAppException
 from tests.backends import require_backend

@@ -23,8 +23,9 @@ import pytest
 from anylaunch.runner import get_runner
 from anylaunch.schedulers import get_scheduler_factory
 from anylaunch.schedulers.api import Stream
-from anylaunch.schedulers.slurm_query import SlurmQuery, parse_scontrol
-from anylaunch.schedulers.slurm_scheduler import SlurmScheduler, _describe, create_scheduler
+from anylaunch.schedulers.slurm.query import SlurmQuery, parse_scontrol
+from anylaunch.schedulers.slurm.scheduler import _describe
+from anylaunch.schedulers.slurm_scheduler import SlurmScheduler, create_scheduler
 from anylaunch.specs import AppDef, AppState, Resource, Role, Workspace, macros
 from anylaunch.specs.errors import (
     InvalidRunConfigException,

@@ -16,12 +16,8 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from anylaunch.schedulers.slurm_request import _APP_ID, _REPLICA_ID, _shell_word
-from anylaunch.schedulers.slurm_scheduler import (
-    SlurmBatchRequest,
-    SlurmScheduler,
-    create_scheduler,
-)
+from anylaunch.schedulers.slurm.request import _APP_ID, _REPLICA_ID, _shell_word
+from anylaunch.schedulers.slurm_scheduler import SlurmBatchRequest, SlurmScheduler, create_scheduler
 from anylaunch.specs import AppDef, BindMount, Resource, Role, macros
 from anylaunch.specs.errors import InvalidRunConfigException, InvalidSpecError
 

@@ -1,0 +1,1 @@
+"""The ``local_docker`` scheduler (public path: :mod:`anylaunch.schedulers.docker_scheduler`)."""

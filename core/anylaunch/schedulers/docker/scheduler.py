@@ -1,0 +1,394 @@
+"""The ``local_docker`` scheduler: one container per replica on a Docker engine.
+
+Every app gets its own bridge network; replica ``i`` of role ``r`` runs in the container
+``{app_id}-{r}-{i}``, which the other replicas reach by that name (``ANYLAUNCH_RANK0_HOST``
+names the first role's replica 0, see ``macros.rank0_env``). All state lives in the engine,
+as container labels: any process (a second ``anylaunch status``, an orchestrator's trigger)
+can describe, stream logs from, cancel, list and delete an app by its id, and the app keeps
+running when the launching process exits.
+
+Retries follow each role's ``RetryPolicy``: ``REPLICA`` uses the engine's ``on-failure``
+restart policy (it happens with nobody watching); ``ROLE`` and ``APPLICATION`` restarts are
+made by whichever process next describes the app (``Runner.wait`` does, so does
+``anylaunch status``). Events that must outlive the caller (a cancel, a retry, the final
+failure) are recorded as never-started "event" containers whose unique names make each event
+happen once even when several processes watch the app.
+
+The engine is found through ``DOCKER_HOST`` (or the ``docker_host`` argument). Images are not
+pulled unless the engine lacks them. The ``docker`` SDK is imported only when the engine is
+contacted: dry runs need neither the SDK nor an engine.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import threading
+import time
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from anylaunch.schedulers.api import (
+    DescribeAppResponse,
+    ListAppResponse,
+    LogQuery,
+    Scheduler,
+    Stream,
+)
+from anylaunch.schedulers.docker import engine, events
+from anylaunch.schedulers.docker.containers import build_request
+from anylaunch.schedulers.docker.logs import follow_container_log, read_container_log
+from anylaunch.schedulers.docker.request import (
+    _APP_ID,
+    _KIND_REPLICA,
+    BACKEND,
+    DEFAULT_START_TIMEOUT_S,
+    LABEL_APP_ID,
+    LABEL_APP_NAME,
+    LABEL_CANCEL_GRACE,
+    LABEL_KIND,
+    LABEL_SESSION,
+    DockerAppRequest,
+    DockerOpts,
+    _describe_exit,
+    format_request,
+)
+from anylaunch.schedulers.docker.state import (
+    _Container,
+    _evaluate,
+    _Verdict,
+    describe_app,
+    failure_message,
+)
+from anylaunch.specs.api import AppDef, AppDryRunInfo, RetryPolicy, make_app_handle
+from anylaunch.specs.checks import check_seconds
+from anylaunch.specs.errors import InvalidSpecError
+from anylaunch.specs.runopts import CfgVal, runopts
+from anylaunch.workspace.docker_workspace import DockerWorkspaceMixin
+
+__all__ = [
+    "DockerScheduler",
+    "create_scheduler",
+]
+
+log: logging.Logger = logging.getLogger(__name__)
+
+
+class DockerScheduler(DockerWorkspaceMixin, Scheduler[Mapping[str, CfgVal]]):
+    """Runs each replica as a container on a Docker engine; the engine holds all state.
+
+    Args:
+        session_name: goes into app handles (``local_docker://{session_name}/{app_id}``)
+        docker_host: the engine's address (default: ``$DOCKER_HOST``, else the SDK's default
+            ``unix:///var/run/docker.sock``)
+        start_timeout: seconds a created container may stay unstarted before it counts as
+            failed (its launcher died)
+        client: a ``docker.DockerClient`` to use instead of connecting
+    """
+
+    request_type = DockerAppRequest
+
+    def __init__(
+        self,
+        session_name: str,
+        docker_host: str | None = None,
+        start_timeout: float = DEFAULT_START_TIMEOUT_S,
+        client: Any = None,
+    ) -> None:
+        super().__init__(BACKEND, session_name)
+        if docker_host is not None and (not isinstance(docker_host, str) or not docker_host):
+            raise InvalidSpecError(
+                "docker_host",
+                docker_host,
+                "must be the engine's address",
+                "pass e.g. unix:///var/run/docker.sock or tcp://127.0.0.1:2375",
+            )
+        self._docker_host = docker_host
+        self.start_timeout = check_seconds("start_timeout", start_timeout, positive=True)
+        self.__client = client
+        self._feed: events.DockerEventFeed | None = None
+        self._feed_lock = threading.Lock()
+
+    # --- the engine -----------------------------------------------------------------------
+
+    @property
+    def docker_host(self) -> str:
+        """The engine's address this scheduler uses."""
+        return self._docker_host or os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
+
+    def _client(self) -> Any:
+        """The Docker SDK client, connected (and the engine checked) on first use.
+
+        Raises:
+            MissingDependencyError: the ``docker`` package is not installed.
+            DockerEngineUnavailableError: no engine answers at :attr:`docker_host`.
+        """
+        if self.__client is None:
+            self.__client = engine.connect(self._docker_host, self.docker_host)
+        return self.__client
+
+    def _workspace_docker_client(self) -> Any:
+        return self._client()
+
+    def change_feed(self) -> events.DockerEventFeed:
+        """The process-wide feed of the engine's app changes: one stream of its container
+        events, shared by every scheduler of the same :attr:`docker_host`
+        (:mod:`~anylaunch.schedulers.docker.events`); released by :meth:`close`. The feed
+        has its own connection to :attr:`docker_host` (also when a ``client`` was given).
+        Drivers that cannot get it (see ``anylaunch.runner.wake.scheduler_change_feed``)
+        poll on their interval instead.
+
+        Raises:
+            MissingDependencyError: the ``docker`` package is not installed.
+            DockerEngineUnavailableError: no engine answers at :attr:`docker_host`.
+        """
+        with self._feed_lock:
+            feed = self._feed
+            if feed is None or not feed.usable:
+                self._feed = None
+                if feed is not None:
+                    events.release(feed)
+                feed = self._feed = events.acquire(
+                    self.docker_host, lambda: engine.connect(self._docker_host, self.docker_host)
+                )
+            return feed
+
+    def close(self) -> None:
+        """Closes the connection to the engine (it reconnects when used again) and releases
+        the change feed (stopped once no scheduler of the engine uses it)."""
+        with self._feed_lock:
+            feed, self._feed = self._feed, None
+        if feed is not None:
+            events.release(feed)
+        client, self.__client = self.__client, None
+        if client is not None:
+            with contextlib.suppress(Exception):
+                client.close()
+
+    # --- dryrun and schedule --------------------------------------------------------------
+
+    def _run_opts(self) -> runopts:
+        return DockerOpts.as_runopts()
+
+    def _validate(self, app: AppDef, scheduler: str, cfg: Mapping[str, CfgVal]) -> None:
+        """Roles without resources are fine: containers then run without limits."""
+
+    def _submit_dryrun(self, app: AppDef, cfg: Mapping[str, CfgVal]) -> AppDryRunInfo[Any]:
+        opts = DockerOpts.from_cfg(cfg)
+        request = build_request(app, opts, self.session_name, self.workspace_builds(app))
+        return AppDryRunInfo(request, format_request)
+
+    def schedule(self, dryrun_info: AppDryRunInfo[Any]) -> str:
+        """Builds the workspace images (if planned), creates the network and the containers,
+        and starts them all at once. Returns the app id.
+
+        Nothing is left behind when a step fails.
+
+        Raises:
+            DockerEngineUnavailableError: no engine answers.
+            DockerImageNotFoundError: an image is neither in the engine nor pullable.
+            WorkspaceBuildError: a workspace image could not be built or pushed.
+            DockerSchedulerError: the engine refused a container (its reason is quoted).
+        """
+        request: DockerAppRequest = self._own_request(dryrun_info)
+        client = self._client()
+        for line in self.build_workspace_images(request.workspace_builds):
+            log.info("workspace: %s", line)
+        for image in request.images:
+            engine.ensure_image(client, image, self.docker_host)
+        engine.create_app(client, request)
+        return request.app_id
+
+    # --- the app's state ------------------------------------------------------------------
+
+    def _inspect_app(self, app_id: str) -> list[_Container]:
+        return engine.inspect_app(self._client(), app_id)
+
+    def _act(self, app_id: str, containers: list[_Container], verdict: _Verdict) -> bool:
+        """Carries out what the verdict asks (restart, record a failure, stop leftovers).
+
+        Returns True when the engine's view changed and must be read again.
+        """
+        client = self._client()
+        grace = float(containers[0].labels.get(LABEL_CANCEL_GRACE, "5"))
+        if verdict.retry is not None:
+            import hashlib
+
+            trigger, group = verdict.retry
+            key = hashlib.sha256(f"{trigger.id}:{trigger.finished}".encode()).hexdigest()[:12]
+            scope = "role" if trigger.policy == RetryPolicy.ROLE else "app"
+            data = {
+                "scope": scope,
+                "role": trigger.role,
+                "replica_id": trigger.replica_id,
+                "exit_code": trigger.exit_code,
+            }
+            name = f"{app_id}.retry.{key}"
+            if engine.record_event(client, app_id, name, "retry", data, trigger):
+                log.info(
+                    "app %s: replica %s/%d failed with %s; restarting its %s",
+                    app_id,
+                    trigger.role,
+                    trigger.replica_id,
+                    _describe_exit(trigger.exit_code or 0, trigger.oom_killed),
+                    scope,
+                )
+                engine.stop(client, [c for c in group if c.live], grace)
+                engine.start(client, group)
+            return True
+        if verdict.fail is not None:
+            trigger = verdict.fail
+            msg, structured = failure_message(trigger, engine.stderr_tail(client, trigger.id))
+            data = {"container_id": trigger.id, "msg": msg, "structured_error_msg": structured}
+            engine.record_event(client, app_id, f"{app_id}.failed", "failed", data, trigger)
+            return True
+        if verdict.resume:
+            engine.start(client, verdict.resume)
+            return True
+        if verdict.stop:
+            engine.stop(client, verdict.stop, grace)
+            return True
+        return False
+
+    def _view(self, app_id: str) -> tuple[list[_Container], _Verdict] | None:
+        """The app's containers and verdict, after doing what the verdict asked (bounded)."""
+        if not isinstance(app_id, str) or not _APP_ID.match(app_id):
+            return None
+        for _ in range(5):
+            containers = self._inspect_app(app_id)
+            if not any(c.kind == _KIND_REPLICA for c in containers):
+                return None
+            verdict = _evaluate(containers, time.time(), self.start_timeout)
+            if not self._act(app_id, containers, verdict):
+                return containers, verdict
+        return containers, verdict
+
+    # --- queries --------------------------------------------------------------------------
+
+    def describe(self, app_id: str) -> DescribeAppResponse | None:
+        """The app's state, restarts, replica statuses (hostnames are container names) and
+        roles, read from the engine; None for an unknown app.
+
+        Describing also moves the app along: it restarts replicas a ROLE or APPLICATION
+        retry covers, records a final failure and stops what is left of a failed app.
+        """
+        view = self._view(app_id)
+        if view is None:
+            return None
+        containers, verdict = view
+        return describe_app(app_id, containers, verdict, self.docker_host)
+
+    def list(self, cfg: Mapping[str, CfgVal] | None = None) -> list[ListAppResponse]:
+        """Every app on the engine (any session), oldest first, mostly from one engine call.
+
+        States come from the container list (apps that retried are inspected); unlike
+        describe, listing restarts nothing.
+        """
+        apps: dict[str, list[_Container]] = {}
+        for summary in engine.summaries(self._client()):
+            container = _Container.from_summary(summary)
+            apps.setdefault(container.labels.get(LABEL_APP_ID, ""), []).append(container)
+        now = time.time()
+        found = []
+        for app_id, containers in apps.items():
+            replicas = [c for c in containers if c.kind == _KIND_REPLICA]
+            if not replicas or not _APP_ID.match(app_id):
+                continue
+            if any(c.event == "retry" for c in containers):
+                # telling a retry in progress from a new failure takes start times, which only
+                # inspect has (apps that retried are few)
+                containers = self._inspect_app(app_id)
+            state = _evaluate(containers, now, self.start_timeout).state
+            first = replicas[0]
+            session = first.labels.get(LABEL_SESSION, self.session_name)
+            found.append(
+                (
+                    min(c.created for c in replicas),
+                    ListAppResponse(
+                        app_id=app_id,
+                        state=state,
+                        app_handle=make_app_handle(self.backend, session, app_id),
+                        name=first.labels.get(LABEL_APP_NAME, ""),
+                    ),
+                )
+            )
+        return [resp for _, resp in sorted(found, key=lambda item: item[0])]
+
+    # --- control --------------------------------------------------------------------------
+
+    def _cancel_existing(self, app_id: str) -> None:
+        """Records the cancel, then stops the app's containers (SIGTERM, SIGKILL after the
+        grace period); returns once they stopped."""
+        replicas = [c for c in self._inspect_app(app_id) if c.kind == _KIND_REPLICA]
+        if not replicas:
+            return
+        client = self._client()
+        engine.record_event(client, app_id, f"{app_id}.cancel", "cancel", {}, replicas[0])
+        grace = float(replicas[0].labels.get(LABEL_CANCEL_GRACE, "5"))
+        engine.stop(client, [c for c in replicas if c.live], grace)
+
+    def _delete_existing(self, app_id: str) -> None:
+        """Stops the app if it runs, then removes its containers and its network."""
+        containers = self._inspect_app(app_id)
+        if not containers:
+            return
+        if any(c.live for c in containers):
+            self._cancel_existing(app_id)
+        engine.remove_app(self._client(), app_id)
+
+    # --- logs -----------------------------------------------------------------------------
+
+    def _log_replicas(self, app_id: str) -> dict[str, dict[int, Any]] | None:
+        if not (isinstance(app_id, str) and _APP_ID.match(app_id)):
+            return None
+        replicas = [
+            _Container.from_summary(s)
+            for s in engine.summaries(self._client(), app_id)
+            if (s.get("Labels") or {}).get(LABEL_KIND) == _KIND_REPLICA
+        ]
+        if not replicas:
+            return None
+        roles: dict[str, dict[int, Any]] = {}
+        for c in replicas:
+            roles.setdefault(c.role, {})[c.replica_id] = c
+        return roles
+
+    def _replica_log_lines(
+        self, app_id: str, role_name: str, k: int, replica: Any, query: LogQuery
+    ) -> Iterable[str]:
+        """Lines of one replica from the engine: stdout, stderr or both interleaved as
+        written; with ``should_tail`` it follows the replica (across its restarts) until the
+        app ends."""
+        want = {
+            "stdout": query.stream in (Stream.STDOUT, Stream.COMBINED),
+            "stderr": query.stream in (Stream.STDERR, Stream.COMBINED),
+        }
+        since_s = query.since.timestamp() if query.since is not None else None
+        until_s = query.until.timestamp() if query.until is not None else None
+        client = self._client()
+        if query.should_tail:
+
+            def over() -> bool:
+                desc = self.describe(app_id)
+                return desc is None or desc.state.is_terminal()
+
+            return follow_container_log(client, replica.id, want, since_s, until_s, over)
+        return read_container_log(client, replica.id, want, since_s, until_s)
+
+
+def create_scheduler(session_name: str, **kwargs: Any) -> DockerScheduler:
+    """Creates the ``local_docker`` scheduler (the registry's factory).
+
+    Accepts ``docker_host``, ``start_timeout`` and ``client``; other keyword arguments are
+    ignored. Nothing connects to the engine until it is needed.
+
+    >>> create_scheduler("demo").backend
+    'local_docker'
+    """
+    return DockerScheduler(
+        session_name,
+        docker_host=kwargs.get("docker_host"),
+        start_timeout=kwargs.get("start_timeout", DEFAULT_START_TIMEOUT_S),
+        client=kwargs.get("client"),
+    )

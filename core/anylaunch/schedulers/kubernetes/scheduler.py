@@ -1,0 +1,432 @@
+"""The ``kubernetes`` scheduler: runs an AppDef as Kubernetes objects.
+
+Two modes (run option ``mode``):
+
+- ``jobs`` (default): vanilla Kubernetes, no CRDs, any version (Indexed Jobs are not needed):
+  one ``batch/v1`` Job per replica, named ``{app}-{role}-{replica}``, plus (for an app of
+  more than one replica) a headless Service ``{app}`` whose DNS names
+  (``{role}-{replica}.{app}``, pod hostname + subdomain) reach the replicas on clusters with
+  DNS. A replica's retries are its Job's ``backoffLimit``
+  (``Role.max_retries``, whatever the retry policy: there is no gang controller). When a
+  replica fails for good, the next describe stops the others (their Jobs get an active
+  deadline) and the app is FAILED.
+- ``volcano``: one Volcano Job (``batch.volcano.sh/v1alpha1``) with a task per replica, gang
+  scheduled (``minAvailable``) in a Volcano ``queue``, restarted per the role's retry policy
+  (APPLICATION and ROLE restart the job, REPLICA the task) up to ``maxRetry``.
+
+Every app has a record (see :mod:`anylaunch.schedulers.kubernetes.record`): in jobs mode an
+annotation of its rank-0 Job, which is created first, so launching an app writes its Jobs (and
+Service) and nothing else; in volcano mode a ConfigMap.
+App ids are ``{namespace}:{name}``. Rank-0 discovery: ``ANYLAUNCH_RANK0_HOST`` is the rank-0
+pod's own IP in that pod, and for the other replicas either its DNS name (``rank0_host=dns``,
+needs cluster DNS) or its IP (``rank0_host=pod_ip``, jobs mode: ``schedule`` creates rank 0
+first and waits up to ``rank0_timeout`` for its IP; a retried rank 0 gets a new IP the others
+do not learn).
+
+Workspaces are Docker images built at submission on the engine of ``DOCKER_HOST`` and pushed
+to ``image_repo`` when it is set (without it, the nodes must run on that same engine).
+
+Overlays (``anylaunch.specs.overlays``) patch what a Role cannot express, app-level first, then
+the role's (macros substituted per replica): ``set_overlay(role, "kubernetes", "V1Pod", ...)``
+for each pod, ``"V1Job"`` for each Job (jobs mode) and ``set_overlay(app, "kubernetes",
+"VolcanoJob", ...)`` for the Volcano Job. Fields anylaunch owns are blocklisted (names,
+namespaces, ``restartPolicy``, a Job's template and selector, the Volcano tasks) and the role's
+container must keep the image, command, args and env of its Role; sidecars may be added.
+
+>>> from anylaunch.specs import AppDef, Role, Resource
+>>> app = AppDef("hello", [Role("echo", "busybox", entrypoint="echo", args=["hi"],
+...                             resource=Resource(cpu=1, gpu=0, memMB=256))])
+>>> info = create_scheduler("demo").submit_dryrun(app, {"namespace": "ml"})
+>>> [obj["kind"] for obj in info.request.objects]  # one pod: no Service needed
+['Job']
+>>> info.request.app_id.startswith("ml:hello-")
+True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from anylaunch.schedulers.kubernetes.common import (
+    KubernetesSchedulerBase,
+    utc_now,
+)
+from anylaunch.schedulers.kubernetes.names import (
+    ANNOTATION_RECORD,
+    ANNOTATION_STOPPED,
+    RECORD_ANNOTATION_MAX,
+    KubernetesCommonOpts,
+    make_app_name,
+    role_dns_names,
+)
+from anylaunch.schedulers.kubernetes.pods import PodOptions, apply_overlays
+from anylaunch.schedulers.kubernetes.record import CONFIGMAP
+from anylaunch.schedulers.kubernetes.request import (
+    RANK0_IP_PLACEHOLDER,
+    KubernetesRequest,
+    app_labels,
+    headless_service,
+    replica_pods,
+)
+from anylaunch.schedulers.kubernetes.state import (
+    AppView,
+    ReplicaView,
+    group_by_replica,
+    newest,
+    pod_replica_state,
+)
+from anylaunch.specs.api import AppDef, AppState, RetryPolicy, Role
+from anylaunch.specs.errors import InvalidRunConfigException
+
+__all__ = [
+    "JOB_OVERLAY_BLOCKLIST",
+    "VOLCANO_API_VERSION",
+    "VOLCANO_OVERLAY_BLOCKLIST",
+    "KubernetesOpts",
+    "KubernetesScheduler",
+    "create_scheduler",
+]
+
+BACKEND = "kubernetes"
+MODES = ("jobs", "volcano")
+VOLCANO_API_VERSION = "batch.volcano.sh/v1alpha1"
+#: V1Job overlay fields anylaunch owns (the pod template has its own V1Pod overlay).
+JOB_OVERLAY_BLOCKLIST = ["metadata.name", "metadata.namespace", "spec.template", "spec.selector"]
+#: Volcano Job overlay fields anylaunch owns (task pods have the V1Pod overlay).
+VOLCANO_OVERLAY_BLOCKLIST = ["metadata.name", "metadata.namespace", "spec.tasks"]
+_SUGGESTION = "Role fields (image, entrypoint, args, env, resource, ...) set these"
+
+#: Volcano job phases → app states (Restarting/Completing are still on their way).
+VOLCANO_STATES: dict[str, AppState] = {
+    "Pending": AppState.PENDING,
+    "Running": AppState.RUNNING,
+    "Restarting": AppState.RUNNING,
+    "Completing": AppState.RUNNING,
+    "Completed": AppState.SUCCEEDED,
+    "Aborting": AppState.CANCELLED,
+    "Aborted": AppState.CANCELLED,
+    "Terminating": AppState.FAILED,
+    "Terminated": AppState.FAILED,
+    "Failed": AppState.FAILED,
+}
+
+
+@dataclass
+class KubernetesOpts(KubernetesCommonOpts):
+    """Run options of the ``kubernetes`` scheduler."""
+
+    mode: str = "jobs"
+    """jobs: a batch/v1 Job per replica and a headless Service (vanilla Kubernetes); volcano: one Volcano Job (needs Volcano on the cluster)."""
+
+    queue: str | None = None
+    """Volcano queue of the job (volcano mode; default: Volcano's 'default' queue)."""
+
+    rank0_host: str = "dns"
+    """How non-rank-0 replicas find rank 0: dns (the headless Service's DNS name; needs cluster DNS) or pod_ip (jobs mode: submission waits for the rank-0 pod's IP)."""
+
+    rank0_timeout: float = 300.0
+    """Seconds submission waits for the rank-0 pod's IP with rank0_host=pod_ip."""
+
+    def check(self) -> None:
+        """Raises InvalidRunConfigException for values no cluster accepts."""
+        super().check()
+        if self.mode not in MODES:
+            raise InvalidRunConfigException(
+                "mode", self.mode, f"is not one of {', '.join(MODES)}", "use jobs or volcano"
+            )
+        if self.queue is not None and self.mode != "volcano":
+            raise InvalidRunConfigException(
+                "queue",
+                self.queue,
+                "queues are a Volcano feature",
+                "set mode=volcano, or drop queue",
+            )
+        if self.rank0_host not in ("dns", "pod_ip"):
+            raise InvalidRunConfigException(
+                "rank0_host", self.rank0_host, "is not dns or pod_ip", "use dns or pod_ip"
+            )
+        if self.rank0_host == "pod_ip" and self.mode != "jobs":
+            raise InvalidRunConfigException(
+                "rank0_host",
+                self.rank0_host,
+                "Volcano creates all pods at once, so no pod can be told the rank-0 IP",
+                "use rank0_host=dns with mode=volcano",
+            )
+        if not self.rank0_timeout > 0:
+            raise InvalidRunConfigException(
+                "rank0_timeout", self.rank0_timeout, "must be > 0", "e.g. 300"
+            )
+
+
+class KubernetesScheduler(KubernetesSchedulerBase):
+    """Runs apps on Kubernetes as Jobs (default) or as a Volcano Job.
+
+    Args:
+        session_name: goes into app handles (``kubernetes://{session}/{namespace}:{name}``)
+        client: a ready :class:`KubeClient` (default: from kubeconfig, on first use)
+        kubeconfig: kubeconfig path (default: ``$KUBECONFIG``, then ``~/.kube/config``)
+        context: kubeconfig context (default: the current one)
+    """
+
+    backend_name = BACKEND
+    opts_class = KubernetesOpts
+    # jobs mode keeps the record on the rank-0 Job (record ConfigMaps come first)
+    record_kinds = (CONFIGMAP, ("batch/v1", "Job"))
+
+    def _workload_kinds(self, mode: str) -> list[tuple[str, str]]:
+        if mode == "volcano":
+            return [(VOLCANO_API_VERSION, "Job")]
+        return [("batch/v1", "Job"), ("v1", "Service")]
+
+    # --- rendering --------------------------------------------------------------------
+
+    def _render(self, app: AppDef, opts: KubernetesOpts) -> KubernetesRequest:
+        if opts.mode == "volcano":
+            return self._render_volcano(app, opts)
+        return self._render_jobs(app, opts)
+
+    def _render_jobs(self, app: AppDef, opts: KubernetesOpts) -> KubernetesRequest:
+        name = make_app_name(app.name)
+        namespace = opts.namespace
+        labels = app_labels(BACKEND, "jobs", name, app.name)
+        pod_ip = opts.rank0_host == "pod_ip"
+        jobs: list[dict[str, Any]] = []
+        for rep in replica_pods(
+            app,
+            app_id=f"{namespace}:{name}",
+            labels=labels,
+            options=PodOptions.from_opts(opts),
+            rank0_host=RANK0_IP_PLACEHOLDER if pod_ip else f"{role_dns_names(app)[0]}-0.{name}",
+            overlay_namespaces=[BACKEND],
+            subdomain=name,
+        ):
+            job: dict[str, Any] = {
+                "apiVersion": "batch/v1",
+                "kind": "Job",
+                "metadata": {
+                    "name": f"{name}-{rep.role_label}-{rep.replica_id}",
+                    "namespace": namespace,
+                    "labels": dict(rep.labels),
+                },
+                "spec": {
+                    "backoffLimit": rep.role.max_retries,
+                    "completions": 1,
+                    "parallelism": 1,
+                    "template": {"metadata": rep.pod["metadata"], "spec": rep.pod["spec"]},
+                },
+            }
+            targets: list[tuple[AppDef | Role, str]] = [(app, BACKEND), (rep.replica, BACKEND)]
+            apply_overlays(job, targets, "V1Job", JOB_OVERLAY_BLOCKLIST, _SUGGESTION)
+            jobs.append(job)
+        # the rank-0 Job carries the record and is created first: the app exists (describes)
+        # from the first write on
+        objects: list[dict[str, Any]] = []
+        payload = self._record_payload(app, "jobs")
+        if len(payload) > RECORD_ANNOTATION_MAX:
+            objects.append(self._record(app, "jobs", namespace, name, labels))
+        else:
+            jobs[0]["metadata"].setdefault("annotations", {})[ANNOTATION_RECORD] = payload
+        rank0_index = len(objects)
+        objects.append(jobs[0])
+        if len(jobs) > 1:
+            # replicas find each other by name through it; a lone pod (rank 0, which reads
+            # its own IP) needs none, and skipping it spares the cluster the endpoint updates
+            # of every pod state change (most of an app's API requests)
+            objects.append(headless_service(app, name, namespace, labels))
+        objects += jobs[1:]
+        return KubernetesRequest(
+            scheduler=BACKEND,
+            mode="jobs",
+            namespace=namespace,
+            name=name,
+            objects=objects,
+            rank0_pod_ip=pod_ip and len(jobs) > 1,
+            rank0_index=rank0_index,
+            rank0_timeout=opts.rank0_timeout,
+        )
+
+    def _render_volcano(self, app: AppDef, opts: KubernetesOpts) -> KubernetesRequest:
+        name = make_app_name(app.name)
+        namespace = opts.namespace
+        labels = app_labels(BACKEND, "volcano", name, app.name)
+        tasks: list[dict[str, Any]] = []
+        embedded: list[dict[str, Any]] = []
+        for rep in replica_pods(
+            app,
+            app_id=f"{namespace}:{name}",
+            labels=labels,
+            options=PodOptions.from_opts(opts),
+            # Volcano's svc plugin names pods {job}-{task}-{index}; the job is their subdomain
+            rank0_host=f"{name}-{role_dns_names(app)[0]}-0-0.{name}",
+            overlay_namespaces=[BACKEND],
+        ):
+            retry = rep.role.retry_policy
+            action = "RestartTask" if retry == RetryPolicy.REPLICA else "RestartJob"
+            task = f"{rep.role_label}-{rep.replica_id}"
+            tasks.append(
+                {
+                    "name": task,
+                    "replicas": 1,
+                    "maxRetry": rep.role.max_retries,
+                    "policies": [
+                        {"event": "PodEvicted", "action": action},
+                        {"event": "PodFailed", "action": action},
+                    ],
+                    "template": {"metadata": rep.pod["metadata"], "spec": rep.pod["spec"]},
+                }
+            )
+            pod_meta = {**rep.pod["metadata"], "name": f"{name}-{task}-0", "namespace": namespace}
+            embedded.append({**rep.pod, "metadata": pod_meta})
+        spec: dict[str, Any] = {
+            "schedulerName": "volcano",
+            "queue": opts.queue or "default",
+            "minAvailable": sum(r.min_replicas or r.num_replicas for r in app.roles),
+            "maxRetry": max(r.max_retries for r in app.roles),
+            "plugins": {"svc": ["--publish-not-ready-addresses"], "env": []},
+            "tasks": tasks,
+        }
+        if opts.priority_class:
+            spec["priorityClassName"] = opts.priority_class
+        vcjob: dict[str, Any] = {
+            "apiVersion": VOLCANO_API_VERSION,
+            "kind": "Job",
+            "metadata": {"name": name, "namespace": namespace, "labels": dict(labels)},
+            "spec": spec,
+        }
+        apply_overlays(vcjob, [(app, BACKEND)], "VolcanoJob", VOLCANO_OVERLAY_BLOCKLIST, "")
+        record = self._record(app, "volcano", namespace, name, labels)
+        return KubernetesRequest(
+            scheduler=BACKEND,
+            mode="volcano",
+            namespace=namespace,
+            name=name,
+            objects=[record, vcjob],
+            embedded_objects=embedded,
+        )
+
+    # --- status -----------------------------------------------------------------------
+
+    def _replicas(
+        self, view: AppView, roles: Sequence[Role], role_labels: Mapping[str, str]
+    ) -> tuple[AppState | None, list[ReplicaView], str]:
+        if view.mode == "volcano":
+            return _volcano_replicas(view, roles, role_labels)
+        return None, _job_replicas(view, roles, role_labels), _stopped_msg(view)
+
+    def _stop_remaining(self, namespace: str, view: AppView, failed: str) -> None:
+        """Jobs mode: a replica failed for good, so stop the others (an active deadline makes
+        the Job controller delete their pods) and remember why on the record."""
+        if view.mode != "jobs":
+            return
+        client = self.client()
+        for job in view.workloads:
+            if _job_condition(job) is None:
+                client.patch(
+                    "batch/v1",
+                    "Job",
+                    namespace,
+                    job["metadata"]["name"],
+                    {"spec": {"activeDeadlineSeconds": 1}},
+                )
+        client.patch(
+            *view.record_kind,
+            namespace,
+            view.record["metadata"]["name"],
+            {"metadata": {"annotations": {ANNOTATION_STOPPED: f"{utc_now()} {failed}"}}},
+        )
+
+
+def _stopped_msg(view: AppView) -> str:
+    annotations = view.record["metadata"].get("annotations") or {}
+    stopped = str(annotations.get(ANNOTATION_STOPPED, ""))
+    return stopped.partition(" ")[2]
+
+
+def _job_condition(job: Mapping[str, Any]) -> tuple[str, Mapping[str, Any]] | None:
+    """("Complete" | "Failed", condition) once the Job has finished, else None."""
+    for cond in job.get("status", {}).get("conditions") or []:
+        if cond.get("type") in ("Complete", "Failed") and cond.get("status") == "True":
+            return str(cond["type"]), cond
+    return None
+
+
+def _job_replicas(
+    view: AppView, roles: Sequence[Role], role_labels: Mapping[str, str]
+) -> list[ReplicaView]:
+    jobs = group_by_replica(view.workloads)
+    pods = group_by_replica(view.pods)
+    replicas: list[ReplicaView] = []
+    for role in roles:
+        label = role_labels.get(role.name, role.name)
+        for i in range(role.num_replicas):
+            job = newest(jobs.get((label, i), []))
+            if job is None:
+                continue
+            pod = newest(pods.get((label, i), []))
+            status = job.get("status", {})
+            failures = int(status.get("failed", 0))
+            backoff = int(job.get("spec", {}).get("backoffLimit", 6))
+            finished = _job_condition(job)
+            pod_name = pod["metadata"]["name"] if pod is not None else ""
+            msg = ""
+            if finished is not None and finished[0] == "Complete":
+                state = AppState.SUCCEEDED
+            elif finished is not None:
+                state = AppState.FAILED
+                cond = finished[1]
+                pod_state, pod_msg = pod_replica_state(pod) if pod is not None else (None, "")
+                msg = pod_msg if pod_state == AppState.FAILED and pod_msg else ""
+                msg = msg or f"{cond.get('reason', '')}: {cond.get('message', '')}".strip(": ")
+            elif pod is None:
+                state = AppState.SUBMITTED
+            else:
+                state, msg = pod_replica_state(pod)
+                if state == AppState.FAILED and failures <= backoff:
+                    state, msg = AppState.PENDING, f"retrying after {msg or 'a failure'}"
+            restarts = failures - (1 if state == AppState.FAILED and failures else 0)
+            replicas.append(ReplicaView(label, i, state, msg, pod_name, max(restarts, 0)))
+    return replicas
+
+
+def _volcano_replicas(
+    view: AppView, roles: Sequence[Role], role_labels: Mapping[str, str]
+) -> tuple[AppState | None, list[ReplicaView], str]:
+    vcjob = newest(view.workloads)
+    status = (vcjob or {}).get("status") or {}
+    phase = (status.get("state") or {}).get("phase", "")
+    job_state = VOLCANO_STATES.get(phase)
+    msg = (status.get("state") or {}).get("message", "")
+    restarts = int(status.get("retryCount", 0))
+    pods = group_by_replica(view.pods)
+    replicas: list[ReplicaView] = []
+    for role in roles:
+        label = role_labels.get(role.name, role.name)
+        for i in range(role.num_replicas):
+            pod = newest(pods.get((label, i), []))
+            if pod is not None:
+                state, pod_msg = pod_replica_state(pod)
+                name = pod["metadata"]["name"]
+            else:
+                state, pod_msg, name = AppState.SUBMITTED, "", ""
+                if job_state is not None and job_state.is_terminal():
+                    state = job_state
+                elif job_state == AppState.PENDING:
+                    state = AppState.PENDING
+            replicas.append(ReplicaView(label, i, state, pod_msg, name, restarts))
+    if vcjob is not None and job_state is None:
+        job_state = AppState.SUBMITTED if not view.pods else None
+    return job_state, replicas, msg
+
+
+def create_scheduler(session_name: str, **kwargs: Any) -> KubernetesScheduler:
+    """Creates the ``kubernetes`` scheduler (the registry's factory).
+
+    Accepts ``client`` (a :class:`KubeClient`), ``kubeconfig`` and ``context``; other keyword
+    arguments are ignored.
+
+    >>> create_scheduler("demo").backend
+    'kubernetes'
+    """
+    return KubernetesScheduler.from_kwargs(session_name, kwargs)

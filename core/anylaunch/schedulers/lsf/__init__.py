@@ -1,0 +1,1 @@
+"""The ``lsf`` scheduler (public path: :mod:`anylaunch.schedulers.lsf_scheduler`)."""

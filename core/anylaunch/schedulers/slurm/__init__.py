@@ -1,0 +1,1 @@
+"""The ``slurm`` scheduler (public path: :mod:`anylaunch.schedulers.slurm_scheduler`)."""

@@ -1,0 +1,503 @@
+"""The ``slurm`` scheduler: an app becomes one ``sbatch`` script on a Slurm cluster.
+
+Each role is one component of a heterogeneous job (``#SBATCH hetjob`` between them; a
+single-role app is a plain job) with one task per replica, so the replicas of a role may share
+a node while different roles land on different nodes. One ``srun`` starts every replica; each
+replica runs its own command line, with ``${replica_id}`` and ``${app_id}`` (the Slurm job id)
+expanded in the replica, and ``$ANYLAUNCH_RANK0_HOST`` naming the first node of the first role.
+Arguments and env values are single-quoted into the script, so they reach the program byte
+for byte.
+
+Each replica's stdout and stderr are copied into ``{workdir}/slurm-{job id}/{role}-{k}.out``
+and ``.err``, and both, interleaved line by line, into ``.log`` (what ``log_iter`` reads by
+default); the batch script's own output is ``{workdir}/slurm-{job id}.out``. ``workdir`` is
+``job_dir`` when given, else the directory the app was dry-run in; the compute nodes must see
+it (a shared filesystem). When a replica fails, srun stops the others (``--kill-on-bad-exit``)
+and the app fails with the exit code of the replica that failed first.
+
+``max_retries`` > 0 submits with ``--requeue``: when a replica fails, the batch script
+requeues the job (``scontrol requeue``) until the retries are used up. Slurm starts a requeued
+job again after its credential lifetime (``AuthInfo=cred_expire``, 120 s by default) and the
+next scheduling pass.
+
+States come from ``squeue --json`` (``scontrol show job`` on Slurm versions without it) and,
+for jobs the controller has forgotten, from ``sacct``; one snapshot serves every app described
+within ``squeue_ttl`` seconds (see :mod:`anylaunch.schedulers.slurm.query`).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any
+
+from anylaunch.schedulers.api import (
+    DescribeAppResponse,
+    ListAppResponse,
+    LogQuery,
+    Scheduler,
+    Stream,
+)
+from anylaunch.schedulers.common.states import aggregate_replica_states
+from anylaunch.schedulers.slurm.query import (
+    SlurmCommandError,
+    SlurmJob,
+    SlurmQuery,
+    app_state,
+    expand_hostlist,
+    get_query,
+    run_slurm,
+)
+from anylaunch.schedulers.slurm.request import (
+    _CONTROL,
+    _MAIL_TYPES,
+    _SHELL_NAME,
+    _TIME,
+    BACKEND,
+    SlurmBatchRequest,
+    SlurmOpts,
+    SlurmRoleGroup,
+    _image_dir,
+    _installed_slurm_version,
+    _resource_opts,
+    format_request,
+    parse_slurm_version,
+)
+from anylaunch.specs.api import (
+    NONE,
+    AppDef,
+    AppDryRunInfo,
+    AppState,
+    ReplicaStatus,
+    RetryPolicy,
+    Role,
+    RoleStatus,
+    make_app_handle,
+)
+from anylaunch.specs.errors import (
+    BackendUnreachableError,
+    InvalidRunConfigException,
+    InvalidSpecError,
+)
+from anylaunch.specs.runopts import CfgVal, runopts
+from anylaunch.workspace.dir_workspace import DirWorkspaceMixin
+
+__all__ = [
+    "SlurmScheduler",
+    "create_scheduler",
+]
+
+log: logging.Logger = logging.getLogger(__name__)
+
+
+class SlurmScheduler(DirWorkspaceMixin, Scheduler[Mapping[str, CfgVal]]):
+    """Runs apps as (heterogeneous) Slurm batch jobs.
+
+    Args:
+        session_name: goes into app handles (``slurm://{session_name}/{job id}``)
+        squeue_ttl: seconds one controller snapshot serves describe calls (shared by every
+            scheduler of the process that uses the same ``$SLURM_CONF`` and ttl)
+        slurm_version: pin the Slurm version the script is written for (e.g. ``"18.08"``);
+            by default ``sbatch --version`` is asked (a current version if it is missing)
+    """
+
+    log_timestamps = False  # Slurm's log files carry no timestamps
+    request_type = SlurmBatchRequest
+
+    def __init__(
+        self, session_name: str, squeue_ttl: float = 2.0, slurm_version: str | None = None
+    ) -> None:
+        super().__init__(BACKEND, session_name)
+        if isinstance(squeue_ttl, bool) or not isinstance(squeue_ttl, (int, float)):
+            raise InvalidSpecError(
+                "squeue_ttl", squeue_ttl, "must be a number of seconds >= 0", "e.g. 2"
+            )
+        if squeue_ttl < 0:
+            raise InvalidSpecError("squeue_ttl", squeue_ttl, "must be >= 0", "e.g. 2")
+        self.squeue_ttl = float(squeue_ttl)
+        self._version: tuple[int, int] | None = None
+        if slurm_version is not None:
+            parsed = parse_slurm_version(str(slurm_version))
+            if parsed is None:
+                raise InvalidSpecError(
+                    "slurm_version", slurm_version, "is not a Slurm version", "e.g. '22.05'"
+                )
+            self._version = parsed
+        self._pinned = slurm_version is not None
+        # what this process submitted: when (to refresh snapshots taken before) and where
+        # (accounting may not know a short job's workdir for a minute)
+        self._submitted: dict[str, float] = {}
+        self._workdirs: dict[str, str] = {}
+
+    @property
+    def query(self) -> SlurmQuery:
+        """The shared job-state reader of the cluster ``$SLURM_CONF`` points at."""
+        return get_query(self.squeue_ttl)
+
+    def slurm_version(self) -> tuple[int, int] | None:
+        """The Slurm version scripts are written for (None: unknown, assumed current)."""
+        if self._pinned:
+            return self._version
+        return _installed_slurm_version(os.environ.get("SLURM_CONF", ""))
+
+    # --- dryrun and schedule --------------------------------------------------------------
+
+    def _run_opts(self) -> runopts:
+        return SlurmOpts.as_runopts()
+
+    def _validate(self, app: AppDef, scheduler: str, cfg: Mapping[str, CfgVal]) -> None:
+        super()._validate(app, scheduler, cfg)
+        for role in app.roles:
+            if role.mounts:
+                raise InvalidSpecError(
+                    f"Role[{role.name}].mounts",
+                    role.mounts,
+                    "Slurm jobs run on the cluster's shared filesystem and cannot mount",
+                    "drop the mounts and use paths the compute nodes see",
+                )
+
+    def _submit_dryrun(self, app: AppDef, cfg: Mapping[str, CfgVal]) -> AppDryRunInfo[Any]:
+        opts = SlurmOpts.from_cfg(cfg)
+        self._check_opts(opts)
+        workdir = os.path.abspath(os.path.expanduser(opts.job_dir or os.getcwd()))
+        version = self.slurm_version()
+
+        common: dict[str, str | None] = {}
+        for flag in ("partition", "time", "account", "qos", "constraint"):
+            value = getattr(opts, flag)
+            if value:
+                common[flag] = value
+        if opts.exclusive:
+            common["exclusive"] = None
+        for extra in opts.sbatch_args or []:  # the escape hatch: wins over the options above
+            if extra.startswith("--"):
+                name, eq, value = extra[2:].partition("=")
+                common[name] = value if eq else None
+            else:  # a short flag, kept whole
+                common[extra] = None
+
+        max_retries = max(role.max_retries for role in app.roles)
+        job_opts: dict[str, str | None] = {
+            "chdir": workdir,
+            # %% is a literal % in sbatch's file name patterns
+            "output": os.path.join(workdir.replace("%", "%%"), "slurm-%j.out"),
+            "open-mode": "append",
+            "requeue" if max_retries > 0 else "no-requeue": None,
+        }
+        for flag in ("comment", "mail_user", "mail_type"):
+            value = getattr(opts, flag)
+            if value:
+                job_opts[flag.replace("_", "-")] = value
+
+        groups: list[SlurmRoleGroup] = []
+        offset = 0
+        for role in app.roles:
+            if role.max_retries > 0 and role.retry_policy != RetryPolicy.APPLICATION:
+                log.warning(
+                    "role %s: Slurm restarts the whole app on a retry (retry_policy %s is "
+                    "treated as APPLICATION)",
+                    role.name,
+                    role.retry_policy,
+                )
+            if "=" in role.entrypoint and any(not _SHELL_NAME.match(k) for k in role.env):
+                raise InvalidSpecError(
+                    f"Role[{role.name}].entrypoint",
+                    role.entrypoint,
+                    "contains '=' while an env var name is not a shell name (env(1) would "
+                    "read the entrypoint as a variable)",
+                    "use a path without '=' or env var names like MY_VAR",
+                )
+            if role.resource.devices:
+                log.warning(
+                    "role %s: Slurm does not get Resource.devices %s; request them with "
+                    "sbatch_args (e.g. --gres=NAME:COUNT)",
+                    role.name,
+                    role.resource.devices,
+                )
+            sbatch_opts: dict[str, str | None] = {
+                # describe and log_iter read the role back from the component's job name
+                "job-name": f"{_CONTROL.sub('_', app.name)}:{role.name}",
+                "ntasks": str(role.num_replicas),
+                **_resource_opts(role.resource, version),
+                **common,
+            }
+            groups.append(
+                SlurmRoleGroup(
+                    role=role.name,
+                    num_replicas=role.num_replicas,
+                    rank_offset=offset,
+                    sbatch_opts=sbatch_opts,
+                    chdir=_image_dir(role.image, workdir),
+                    entrypoint=role.entrypoint,
+                    args=list(role.args),
+                    env=dict(role.env),
+                )
+            )
+            offset += role.num_replicas
+        request = SlurmBatchRequest(
+            app_name=app.name,
+            workdir=workdir,
+            job_opts=job_opts,
+            groups=groups,
+            max_retries=max_retries,
+            create_workdir=bool(opts.job_dir),
+        )
+        request.materialize()  # every value must render (e.g. no newline in a flag value)
+        return AppDryRunInfo(request, format_request)
+
+    @staticmethod
+    def _check_opts(opts: SlurmOpts) -> None:
+        if opts.job_dir is not None and (not opts.job_dir.strip() or _CONTROL.search(opts.job_dir)):
+            raise InvalidRunConfigException(
+                "job_dir",
+                opts.job_dir,
+                "must be a non-empty path without newlines or control characters",
+                "pass e.g. /shared/jobs/run1",
+            )
+        if opts.time and not _TIME.match(opts.time.strip()):
+            raise InvalidRunConfigException(
+                "time",
+                opts.time,
+                "is not a Slurm time limit",
+                "use minutes, [D-]HH:MM:SS or MM:SS, e.g. 30 or 1:30:00 or 2-00:00:00",
+            )
+        if opts.mail_type:
+            bad = [t for t in opts.mail_type.upper().split(",") if t.strip() not in _MAIL_TYPES]
+            if bad:
+                raise InvalidRunConfigException(
+                    "mail_type",
+                    opts.mail_type,
+                    f"unknown mail type(s) {', '.join(bad)}",
+                    f"use a comma-separated list of {', '.join(sorted(_MAIL_TYPES))}",
+                )
+        for extra in opts.sbatch_args or []:
+            if not extra.startswith("-") or "\n" in extra or "\r" in extra:
+                raise InvalidRunConfigException(
+                    "sbatch_args",
+                    extra,
+                    "each entry must be one sbatch flag on one line",
+                    "pass flags like --nice=10 or --reservation=r1",
+                )
+
+    def schedule(self, dryrun_info: AppDryRunInfo[Any]) -> str:
+        """Submits the script with ``sbatch --parsable`` and returns the Slurm job id.
+
+        Raises:
+            SlurmCommandError: sbatch is missing or refused the job (its error is quoted).
+        """
+        request: SlurmBatchRequest = self._own_request(dryrun_info)
+        if request.create_workdir:
+            os.makedirs(request.workdir, exist_ok=True)
+        out = run_slurm(request.sbatch_cmd(), timeout=120, stdin=request.materialize())
+        job_id = out.strip().split(";", 1)[0]
+        if not job_id.isdigit():
+            raise SlurmCommandError(
+                f"sbatch --parsable printed {out.strip()!r} instead of a job id. Fix: check the "
+                "cluster's job_submit plugins and sbatch defaults (SBATCH_* env vars)"
+            )
+        self._submitted[job_id] = time.monotonic()
+        self._workdirs[job_id] = request.workdir
+        return job_id
+
+    # --- queries --------------------------------------------------------------------------
+
+    def describe(self, app_id: str) -> DescribeAppResponse | None:
+        """The app's state, restarts and per-role replica states; None if Slurm forgot it."""
+        return self.describe_many([app_id])[app_id]
+
+    def describe_many(self, app_ids: Sequence[str]) -> dict[str, DescribeAppResponse | None]:
+        """Describes many apps with one controller query (plus one sacct for old jobs).
+
+        Raises:
+            BackendUnreachableError: the controller could not be asked (its error quoted).
+        """
+        ids = [str(a) for a in app_ids]
+        try:
+            records = self.query.jobs(ids, self._submitted)
+        except SlurmCommandError as e:
+            raise _unreachable(e) from e
+        return {
+            app_id: _describe(app_id, jobs) if jobs else None for app_id, jobs in records.items()
+        }
+
+    def list(self, cfg: Mapping[str, CfgVal] | None = None) -> list[ListAppResponse]:
+        """This user's jobs that the controller knows (``cfg`` is ignored)."""
+        try:
+            snapshot = self.query.snapshot()
+        except SlurmCommandError as e:
+            raise _unreachable(e) from e
+        uid = os.getuid()
+        found = []
+        for app_id, jobs in snapshot.items():
+            if jobs[0].user_id not in (None, uid):
+                continue
+            name = jobs[0].name.rsplit(":", 1)[0] if ":" in jobs[0].name else jobs[0].name
+            found.append(
+                ListAppResponse(
+                    app_id=app_id,
+                    state=_app_state(jobs),
+                    app_handle=make_app_handle(self.backend, self.session_name, app_id),
+                    name=name,
+                )
+            )
+        return sorted(found, key=lambda r: int(r.app_id) if r.app_id.isdigit() else 0)
+
+    # --- control --------------------------------------------------------------------------
+
+    def _cancel_existing(self, app_id: str) -> None:
+        run_slurm(["scancel", app_id], timeout=60)
+
+    # --- logs -----------------------------------------------------------------------------
+
+    def _records(self, app_id: str) -> Sequence[SlurmJob] | None:
+        try:
+            return self.query.jobs([app_id], self._submitted).get(app_id)
+        except SlurmCommandError as e:
+            raise _unreachable(e) from e
+
+    def _log_replicas(self, app_id: str) -> dict[str, dict[int, Any] | None] | None:
+        jobs = self._records(str(app_id))
+        if not jobs:
+            return None
+        workdir = jobs[0].workdir or self._workdirs.get(str(app_id), "")
+        replicas: dict[str, dict[int, Any] | None] = {}
+        for job in jobs:
+            n = job.num_tasks
+            # Slurm may not report a role's task count yet: any replica index is then accepted
+            replicas[_role_of(job)] = None if n is None else {k: workdir for k in range(n)}
+        return replicas
+
+    def _replica_log_lines(
+        self, app_id: str, role_name: str, k: int, replica: Any, query: LogQuery
+    ) -> Iterable[str]:
+        """Lines of one replica's log file: combined (default), stdout or stderr. With
+        ``should_tail`` it follows the log until the app ended and the log is drained."""
+        jobs = self._records(str(app_id)) or []
+        workdir = replica or (jobs[0].workdir if jobs else "") or self._workdirs.get(str(app_id))
+        if not workdir:
+            raise SlurmCommandError(
+                f"Slurm has not recorded where app {app_id} ran yet (its accounting record is "
+                "incomplete), so its logs cannot be found. Fix: retry in a minute"
+            )
+        ext = {Stream.STDOUT: "out", Stream.STDERR: "err", Stream.COMBINED: "log"}[query.stream]
+        path = os.path.join(workdir, f"slurm-{app_id}", f"{role_name}-{k}.{ext}")
+        return self._read(str(app_id), path, query.should_tail)
+
+    def _read(self, app_id: str, path: str, should_tail: bool) -> Iterator[str]:
+        from anylaunch.schedulers.common.tail import follow, iter_lines
+
+        def is_done() -> bool:
+            desc = self.describe(app_id)
+            return desc is None or desc.state.is_terminal()
+
+        chunks = follow(path, 0, is_done if should_tail else None, check_every=1.0)
+        for _, raw in iter_lines(chunks):
+            yield raw.decode("utf-8", "replace")
+
+
+def _role_of(job: SlurmJob) -> str:
+    return job.name.rsplit(":", 1)[1] if ":" in job.name else job.name
+
+
+def _app_state(jobs: Sequence[SlurmJob]) -> AppState:
+    """The app's state from its components' states (one component per role).
+
+    Backend policy: the app ends only when every component ended, since the batch script (in
+    the first component) may still requeue the job after a replica failed; until then the
+    components still going decide. The states are then added up by the shared rule
+    (:func:`aggregate_replica_states`): e.g. a failure wins over a cancel.
+
+    >>> def jobs(*states: str) -> list[SlurmJob]:
+    ...     return [SlurmJob(str(i), "1", i, f"a:r{i}", s) for i, s in enumerate(states)]
+    >>> _app_state(jobs("FAILED", "RUNNING")).name  # the script may still requeue
+    'RUNNING'
+    >>> _app_state(jobs("UNKNOWN", "RUNNING")).name, _app_state(jobs("FAILED", "CANCELLED")).name
+    ('RUNNING', 'FAILED')
+    """
+    states = [job.app_state for job in jobs]
+    going = [s for s in states if not s.is_terminal()]
+    return aggregate_replica_states(going or states)
+
+
+def _exit_text(job: SlurmJob) -> str:
+    if job.signal:
+        return f"killed by signal {job.signal}"
+    if job.exit_code:
+        return f"exit code {job.exit_code}"
+    return ""
+
+
+def _unreachable(error: SlurmCommandError) -> BackendUnreachableError:
+    """The controller could not be asked: the command's own words, and how to check."""
+    problem, _, fix = str(error).partition(". Fix: ")
+    return BackendUnreachableError(
+        "slurm",
+        problem,
+        fix
+        or "check that slurmctld is up (`scontrol ping`) and that SLURM_CONF points at "
+        "the cluster's slurm.conf",
+    )
+
+
+def _describe(app_id: str, jobs: Sequence[SlurmJob]) -> DescribeAppResponse:
+    state = _app_state(jobs)
+    msg = NONE
+    if state in (AppState.FAILED, AppState.CANCELLED, AppState.PENDING, AppState.UNKNOWN):
+        culprit = next((j for j in jobs if j.app_state == state), jobs[0])
+        details = [culprit.state]
+        if culprit.reason and culprit.reason != "None":
+            details.append(f"reason: {culprit.reason}")
+        if state != AppState.PENDING and _exit_text(culprit):
+            details.append(_exit_text(culprit))
+        msg = f"{_role_of(culprit)}: " + ", ".join(details)
+    statuses = []
+    roles = []
+    for job in jobs:
+        role = _role_of(job)
+        hosts = expand_hostlist(job.nodes)
+        n = job.num_tasks or 1
+        replicas = [
+            ReplicaStatus(
+                id=i,
+                state=app_state(job.state),
+                role=role,
+                hostname=hosts[i] if len(hosts) == n else job.nodes,
+            )
+            for i in range(n)
+        ]
+        statuses.append(RoleStatus(role, replicas))
+        roles.append(Role(name=role, image=job.workdir, num_replicas=n))
+    restarts = jobs[0].restarts
+    return DescribeAppResponse(
+        app_id=app_id,
+        state=state,
+        num_restarts=restarts if restarts is not None else -1,
+        msg=msg,
+        ui_url=f"file://{jobs[0].workdir}" if jobs[0].workdir else None,
+        metadata={
+            "app_name": jobs[0].name.rsplit(":", 1)[0],
+            "slurm_state": ",".join(j.state for j in jobs),
+            "source": jobs[0].source,
+            "workdir": jobs[0].workdir,
+            "log_dir": os.path.join(jobs[0].workdir, f"slurm-{app_id}") if jobs[0].workdir else "",
+        },
+        roles_statuses=statuses,
+        roles=roles,
+    )
+
+
+def create_scheduler(session_name: str, **kwargs: Any) -> SlurmScheduler:
+    """Creates the ``slurm`` scheduler (the registry's factory).
+
+    Accepts ``squeue_ttl`` and ``slurm_version``; other keyword arguments are ignored.
+
+    >>> create_scheduler("demo").backend
+    'slurm'
+    """
+    return SlurmScheduler(
+        session_name,
+        squeue_ttl=kwargs.get("squeue_ttl", 2.0),
+        slurm_version=kwargs.get("slurm_version"),
+    )
