@@ -67,6 +67,7 @@ import warnings
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from anylaunch.specs.checks import check_type
 from anylaunch.specs.errors import InvalidSpecError
 from anylaunch.specs.overlay_apply import accumulated, apply_overlay, check_structure
 from anylaunch.specs.overlay_files import load_namespace
@@ -143,13 +144,13 @@ def _check_target(target: object, namespace: object, kind: object, fn: str) -> d
         )
     _check_kind_arg(namespace, "namespace", fn)
     _check_kind_arg(kind, "kind", fn)
-    if not isinstance(target.metadata, dict):
-        raise InvalidSpecError(
-            f"{type(target).__name__}.metadata",
-            type(target.metadata).__name__,
-            "must be a dict",
-            "set metadata to a dict (or leave it at its default)",
-        )
+    check_type(
+        f"{type(target).__name__}.metadata",
+        target.metadata,
+        dict,
+        "must be a dict",
+        "set metadata to a dict (or leave it at its default)",
+    )
     # AppDef.metadata is annotated dict[str, str] but overlays store nested dicts in it.
     metadata: dict[str, Any] = target.metadata
     return metadata
@@ -165,27 +166,31 @@ def _stored_namespace(
         return None
     if isinstance(ns, str):
         return load_namespace(namespace, ns)
-    if not isinstance(ns, dict):
-        raise error(
-            f"metadata[{namespace!r}]",
-            type(ns).__name__,
-            "must be a dict of kind -> overlay or a file path/URI",
-            fix,
-        )
-    return ns
+    check_type(
+        f"metadata[{namespace!r}]",
+        ns,
+        dict,
+        "must be a dict of kind -> overlay or a file path/URI",
+        fix,
+        error=error,
+    )
+    stored: dict[str, Any] = ns
+    return stored
 
 
 def _stored_overlay(ns: dict[str, Any], namespace: str, kind: str, fix: str) -> _Overlay:
     """The overlay stored under ``kind`` in the namespace dict ``ns`` (``{}`` if none)."""
     overlay = ns.get(kind, {})
-    if not isinstance(overlay, dict):
-        raise InvalidOverlayError(
-            f"metadata[{namespace!r}][{kind!r}]",
-            type(overlay).__name__,
-            "an overlay must be a dict",
-            fix,
-        )
-    return overlay
+    check_type(
+        f"metadata[{namespace!r}][{kind!r}]",
+        overlay,
+        dict,
+        "an overlay must be a dict",
+        fix,
+        error=InvalidOverlayError,
+    )
+    stored: _Overlay = overlay
+    return stored
 
 
 def set_overlay(target: AppDef | Role, namespace: str, kind: str, overlay: _Overlay) -> None:

@@ -25,6 +25,7 @@ import dagster as dg
 from pydantic import Field
 
 from anylaunch.specs.api import AppDef, AppStatus
+from anylaunch.specs.checks import check_type
 from anylaunch.specs.errors import InvalidSpecError
 from anylaunch.specs.runopts import CfgVal
 from dagster_anylaunch._lifecycle import AnylaunchRun, Context
@@ -82,8 +83,8 @@ def _check_factory_args(
     cfg: Mapping[str, CfgVal] | None,
     resource_key: str,
 ) -> None:
-    if app is not None and not isinstance(app, AppDef):
-        raise InvalidSpecError("app", type(app).__name__, "must be an AppDef", "pass AppDef(...)")
+    if app is not None:
+        check_type("app", app, AppDef, "must be an AppDef", "pass AppDef(...)")
     if component is not None and (not isinstance(component, str) or not component):
         raise InvalidSpecError(
             "component", component, "must be a non-empty str", "e.g. 'utils.echo'"

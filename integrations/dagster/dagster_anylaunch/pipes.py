@@ -22,7 +22,7 @@ from dagster._core.definitions.resource_annotation import TreatAsResourceParam
 from dagster_pipes import PipesExtras
 
 from anylaunch.specs.api import AppDef, Workspace
-from anylaunch.specs.errors import InvalidSpecError
+from anylaunch.specs.checks import check_type
 from anylaunch.specs.runopts import CfgVal
 from dagster_anylaunch._lifecycle import AppWatch, Context
 from dagster_anylaunch.resources import AnylaunchResource, ComponentArgs
@@ -50,10 +50,11 @@ class PipesAnylaunchClient(dg.PipesClient, TreatAsResourceParam):
         context_injector: dg.PipesContextInjector | None = None,
         message_reader: dg.PipesMessageReader | None = None,
     ) -> None:
-        if anylaunch is not None and not isinstance(anylaunch, AnylaunchResource):
-            raise InvalidSpecError(
+        if anylaunch is not None:
+            check_type(
                 "anylaunch",
-                type(anylaunch).__name__,
+                anylaunch,
+                AnylaunchResource,
                 "must be an AnylaunchResource",
                 "pass AnylaunchResource(scheduler=..., ...)",
             )
@@ -61,10 +62,8 @@ class PipesAnylaunchClient(dg.PipesClient, TreatAsResourceParam):
             ("context_injector", context_injector, dg.PipesContextInjector),
             ("message_reader", message_reader, dg.PipesMessageReader),
         ):
-            if value is not None and not isinstance(value, kind):
-                raise InvalidSpecError(
-                    field, type(value).__name__, f"must be a {kind.__name__}", "or leave it None"
-                )
+            if value is not None:
+                check_type(field, value, kind, f"must be a {kind.__name__}", "or leave it None")
         self.anylaunch = anylaunch if anylaunch is not None else AnylaunchResource()
         self.context_injector = context_injector or dg.PipesEnvContextInjector()
         self.message_reader = message_reader or dg.PipesTempFileMessageReader()
