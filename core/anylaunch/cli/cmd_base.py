@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 if TYPE_CHECKING:
     from anylaunch.runner.api import Runner
+    from anylaunch.specs.api import AppStatus
     from anylaunch.specs.secrets import Redactor
 
 #: Exit codes of the ``anylaunch`` command.
@@ -34,6 +35,30 @@ class SubCommand(abc.ABC):
     @abc.abstractmethod
     def run(self, args: argparse.Namespace) -> int:
         """Runs the subcommand and returns its exit code."""
+
+
+class AppSubCommand(SubCommand):
+    """A subcommand on one app: it takes the app's handle and ``--json``, then the arguments
+    :meth:`add_options` adds, and runs on the handle once it is checked."""
+
+    #: help of ``--json``: what the subcommand prints with it
+    json_help: str = ""
+
+    def add_arguments(self, subparser: argparse.ArgumentParser) -> None:
+        subparser.add_argument("app_handle", help="the handle `anylaunch run` printed")
+        add_json_argument(subparser, self.json_help)
+        self.add_options(subparser)
+
+    def add_options(self, subparser: argparse.ArgumentParser) -> None:
+        """Adds the subcommand's own arguments (after the handle and ``--json``)."""
+
+    def run(self, args: argparse.Namespace) -> int:
+        return self.run_on(check_handle(args.app_handle), args)
+
+    @abc.abstractmethod
+    def run_on(self, app_handle: str, args: argparse.Namespace) -> int:
+        """Runs the subcommand on the app (its handle is well-formed) and returns its exit
+        code."""
 
 
 def eprint(*values: Any, file: TextIO | None = None) -> None:
@@ -71,6 +96,23 @@ def check_handle(app_handle: str) -> str:
 
     parse_app_handle(app_handle)
     return app_handle
+
+
+def add_json_argument(parser: argparse.ArgumentParser, prints: str) -> None:
+    """``--json``, for scripts: the subcommand prints ``prints`` (the flag's help) on stdout."""
+    parser.add_argument("--json", action="store_true", help=prints)
+
+
+def known_status(runner: Runner, app_handle: str) -> AppStatus:
+    """The app's status, or UnknownAppException when its scheduler does not know the app:
+    acting on an unknown app is a silent no-op for the runner, but at a terminal a typo in
+    the handle deserves an error."""
+    from anylaunch.specs.errors import UnknownAppException
+
+    status = runner.status(app_handle)
+    if status is None:
+        raise UnknownAppException(app_handle)
+    return status
 
 
 def add_secret_env_argument(parser: argparse.ArgumentParser) -> None:

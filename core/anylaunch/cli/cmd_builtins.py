@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from anylaunch.cli.cmd_base import SubCommand
+from anylaunch.cli.cmd_base import SubCommand, add_json_argument
 from anylaunch.cli.output import print_json
 
 
@@ -15,10 +15,9 @@ class CmdBuiltins(SubCommand):
         subparser.add_argument(
             "--print", metavar="NAME", type=str, help="print the source of component NAME"
         )
-        subparser.add_argument(
-            "--json",
-            action="store_true",
-            help='print JSON: [{"name", "description", "valid"}], or with --print '
+        add_json_argument(
+            subparser,
+            'print JSON: [{"name", "description", "valid"}], or with --print '
             '{"name", "path", "source"}',
         )
 

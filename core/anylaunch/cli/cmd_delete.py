@@ -5,29 +5,21 @@ from __future__ import annotations
 import argparse
 import logging
 
-from anylaunch.cli.cmd_base import SubCommand, check_handle
+from anylaunch.cli.cmd_base import AppSubCommand, known_status
 from anylaunch.cli.output import print_json
 
 logger: logging.Logger = logging.getLogger(__name__)
 
 
-class CmdDelete(SubCommand):
+class CmdDelete(AppSubCommand):
     help = "delete an app from the scheduler (cancels it first if it is running)"
+    json_help = 'print {"app_handle", "deleted": true} as JSON'
 
-    def add_arguments(self, subparser: argparse.ArgumentParser) -> None:
-        subparser.add_argument("app_handle", help="the handle `anylaunch run` printed")
-        subparser.add_argument(
-            "--json", action="store_true", help='print {"app_handle", "deleted": true} as JSON'
-        )
-
-    def run(self, args: argparse.Namespace) -> int:
+    def run_on(self, app_handle: str, args: argparse.Namespace) -> int:
         from anylaunch.runner import get_runner
-        from anylaunch.specs.errors import UnknownAppException
 
-        app_handle = check_handle(args.app_handle)
         with get_runner() as runner:
-            if runner.status(app_handle) is None:
-                raise UnknownAppException(app_handle)
+            known_status(runner, app_handle)
             runner.delete(app_handle)
         logger.info("deleted %s", app_handle)
         if args.json:

@@ -4,28 +4,21 @@ from __future__ import annotations
 
 import argparse
 
-from anylaunch.cli.cmd_base import (
-    SubCommand,
-    add_secret_env_argument,
-    check_handle,
-    secret_env_names,
-)
+from anylaunch.cli.cmd_base import AppSubCommand, add_secret_env_argument, secret_env_names
 
 
-class CmdDescribe(SubCommand):
+class CmdDescribe(AppSubCommand):
     help = "show the definition (AppDef) of a submitted app"
+    json_help = "print JSON instead of YAML"
 
-    def add_arguments(self, subparser: argparse.ArgumentParser) -> None:
-        subparser.add_argument("app_handle", help="the handle `anylaunch run` printed")
-        subparser.add_argument("--json", action="store_true", help="print JSON instead of YAML")
+    def add_options(self, subparser: argparse.ArgumentParser) -> None:
         add_secret_env_argument(subparser)
 
-    def run(self, args: argparse.Namespace) -> int:
+    def run_on(self, app_handle: str, args: argparse.Namespace) -> int:
         from anylaunch.runner import get_runner
         from anylaunch.specs.errors import UnknownAppException
         from anylaunch.specs.serialize import appdef_to_dict
 
-        app_handle = check_handle(args.app_handle)
         with get_runner() as runner:
             app = runner.describe(app_handle)
         if app is None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from anylaunch.cli.cmd_base import SubCommand, eprint
+from anylaunch.cli.cmd_base import SubCommand, add_json_argument, eprint
 from anylaunch.cli.output import print_json
 from anylaunch.cli.tables import format_table
 
@@ -25,7 +25,7 @@ class CmdList(SubCommand):
             default="",
             help="run options the scheduler needs to list apps (K=V,K2=V2)",
         )
-        subparser.add_argument("--json", action="store_true", help="print a JSON array")
+        add_json_argument(subparser, "print a JSON array")
 
     def run(self, args: argparse.Namespace) -> int:
         from anylaunch.runner import get_runner

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from anylaunch.cli.cmd_base import (
     SubCommand,
+    add_json_argument,
     add_secret_env_argument,
     describe_redactor,
     secret_env_names,
@@ -143,10 +144,9 @@ class CmdLog(SubCommand):
             default=None,
             help="which output to read (default: the scheduler's choice)",
         )
-        subparser.add_argument(
-            "--json",
-            action="store_true",
-            help='print one JSON object per line: {"role": ..., "replica": ..., "line": ...}',
+        add_json_argument(
+            subparser,
+            'print one JSON object per line: {"role": ..., "replica": ..., "line": ...}',
         )
         add_secret_env_argument(subparser)
         subparser.add_argument(

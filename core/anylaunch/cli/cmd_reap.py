@@ -18,7 +18,7 @@ import argparse
 import json
 import logging
 
-from anylaunch.cli.cmd_base import SubCommand
+from anylaunch.cli.cmd_base import SubCommand, add_json_argument
 from anylaunch.runner.reap import ENGINES
 
 
@@ -36,7 +36,7 @@ class CmdReap(SubCommand):
         subparser.add_argument("--engine", choices=ENGINES, required=True, help="owners' engine")
         subparser.add_argument("--airflow-url", default=None, help="Airflow api-server URL")
         subparser.add_argument("--dry-run", action="store_true", help="report, cancel nothing")
-        subparser.add_argument("--json", action="store_true", help="print the report as JSON")
+        add_json_argument(subparser, "print the report as JSON")
 
     def run(self, args: argparse.Namespace) -> int:
         from anylaunch.runner import get_runner

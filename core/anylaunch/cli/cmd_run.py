@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 from anylaunch.cli.cmd_base import (
     EXIT_ERROR,
     SubCommand,
+    add_json_argument,
     add_secret_env_argument,
     eprint,
     secret_env_names,
@@ -129,10 +130,9 @@ class CmdRun(SubCommand):
             help="stream every replica's logs (to stderr, written above the live status lines "
             "on a terminal) while waiting; implies --wait",
         )
-        subparser.add_argument(
-            "--json",
-            action="store_true",
-            help='print {"app_handle": ..., "state": ...} on stdout instead of the bare handle '
+        add_json_argument(
+            subparser,
+            'print {"app_handle": ..., "state": ...} on stdout instead of the bare handle '
             "(with --wait: once the app ended, with its final state); with --dryrun, the app "
             "and the request as JSON",
         )

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from anylaunch.cli.cmd_base import SubCommand, eprint, one_line
+from anylaunch.cli.cmd_base import SubCommand, add_json_argument, eprint, one_line
 from anylaunch.cli.output import print_json
 
 if TYPE_CHECKING:
@@ -46,9 +46,7 @@ class CmdRunopts(SubCommand):
         subparser.add_argument(
             "scheduler", type=str, nargs="?", help="the scheduler (default: all of them)"
         )
-        subparser.add_argument(
-            "--json", action="store_true", help="print the options as JSON, keyed by scheduler"
-        )
+        add_json_argument(subparser, "print the options as JSON, keyed by scheduler")
 
     def run(self, args: argparse.Namespace) -> int:
         from anylaunch.runner import get_runner

@@ -11,9 +11,8 @@ import logging
 
 from anylaunch.cli.cmd_base import (
     EXIT_UNKNOWN_APP,
-    SubCommand,
+    AppSubCommand,
     add_secret_env_argument,
-    check_handle,
     describe_redactor,
     eprint,
     secret_env_names,
@@ -25,22 +24,20 @@ from anylaunch.cli.tables import format_status
 logger: logging.Logger = logging.getLogger(__name__)
 
 
-class CmdStatus(SubCommand):
+class CmdStatus(AppSubCommand):
     help = "show the status of an app (exit code 3 if the scheduler does not know it)"
+    json_help = "print the status as JSON"
 
-    def add_arguments(self, subparser: argparse.ArgumentParser) -> None:
-        subparser.add_argument("app_handle", help="the handle `anylaunch run` printed")
-        subparser.add_argument("--json", action="store_true", help="print the status as JSON")
+    def add_options(self, subparser: argparse.ArgumentParser) -> None:
         subparser.add_argument(
             "--roles", type=str, default="", help="comma-separated roles to show (default: all)"
         )
         add_secret_env_argument(subparser)
 
-    def run(self, args: argparse.Namespace) -> int:
+    def run_on(self, app_handle: str, args: argparse.Namespace) -> int:
         from anylaunch.runner import get_runner
         from anylaunch.specs.errors import UnknownAppException, did_you_mean
 
-        app_handle = check_handle(args.app_handle)
         roles = split_csv(args.roles)
         try:
             with get_runner() as runner:

@@ -186,7 +186,30 @@ class _Progress:
         return [[*p.cells(), self.elapsed(p.role)] for p in self.roles]
 
 
-class PlainView:
+class _ProgressView:
+    """What both views share: the roles' progress, the last status seen and the lock that
+    keeps the log threads' writes whole."""
+
+    def __init__(self, stream: TextIO, clock: Callable[[], float]) -> None:
+        self._out = stream
+        self._progress = _Progress(clock)
+        self._lock = threading.Lock()
+        self.last: AppStatus | None = None
+
+    def update(self, status: AppStatus | None) -> None:
+        if status is None:
+            return
+        with self._lock:
+            self.last = status
+            self._progress.update(status)
+            self._show()
+
+    def _show(self) -> None:
+        """Shows the progress :meth:`update` just took in (the lock is held)."""
+        raise NotImplementedError
+
+
+class PlainView(_ProgressView):
     """For a stream that is not a terminal: one plain line per role whenever the role
     changes (state or replica counts), ``anylaunch: ROLE STATE ...``.
 
@@ -202,24 +225,16 @@ class PlainView:
     """
 
     def __init__(self, stream: TextIO, clock: Callable[[], float] = time.monotonic) -> None:
-        self._out = stream
-        self._progress = _Progress(clock)
+        super().__init__(stream, clock)
         self._shown: dict[str, RoleProgress] = {}
-        self._lock = threading.Lock()
-        self.last: AppStatus | None = None
 
-    def update(self, status: AppStatus | None) -> None:
-        if status is None:
-            return
-        with self._lock:
-            self.last = status
-            self._progress.update(status)
-            for p in self._progress.roles:
-                if self._shown.get(p.role) != p:
-                    self._shown[p.role] = p
-                    cells = [*p.cells(), self._progress.elapsed(p.role)]
-                    self._out.write("anylaunch: " + "  ".join(cells) + "\n")
-            self._out.flush()
+    def _show(self) -> None:
+        for p in self._progress.roles:
+            if self._shown.get(p.role) != p:
+                self._shown[p.role] = p
+                cells = [*p.cells(), self._progress.elapsed(p.role)]
+                self._out.write("anylaunch: " + "  ".join(cells) + "\n")
+        self._out.flush()
 
     def tick(self) -> None:
         pass
@@ -233,7 +248,7 @@ class PlainView:
         pass
 
 
-class LiveView:
+class LiveView(_ProgressView):
     """For a terminal: the roles' lines redrawn in place (each write erases the lines drawn
     before with :data:`CURSOR_UP` + :data:`CLEAR_LINE`). Lines are cut to the terminal's
     width, so a wrapped line never throws the count off. Thread-safe: log readers call
@@ -259,15 +274,12 @@ class LiveView:
         width: Callable[[], int] | None = None,
         color: bool = True,
     ) -> None:
-        self._out = stream
-        self._progress = _Progress(clock)
+        super().__init__(stream, clock)
         self._width = width or (lambda: terminal_width(stream))
         self._color = color
         self._drawn = 0
         self._shown = ""
         self._closed = False
-        self._lock = threading.Lock()
-        self.last: AppStatus | None = None
 
     def _block(self) -> str:
         rows = self._progress.rows()
@@ -295,13 +307,8 @@ class LiveView:
         self._out.flush()
         self._drawn, self._shown = block.count("\n"), block
 
-    def update(self, status: AppStatus | None) -> None:
-        if status is None:
-            return
-        with self._lock:
-            self.last = status
-            self._progress.update(status)
-            self._redraw()
+    def _show(self) -> None:
+        self._redraw()
 
     def tick(self) -> None:
         with self._lock:

@@ -50,12 +50,10 @@ Importing this package is cheap; discovery runs on first use.
 
 from __future__ import annotations
 
-import importlib
+from anylaunch.lazy import lazy_getattr
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
-
     from anylaunch.plugins.discovery import EntryPointPlugin, RegistrationError
     from anylaunch.plugins.errors import InvalidPluginsSourceError, PluginLoadError
     from anylaunch.plugins.fractions import (
@@ -72,26 +70,23 @@ if TYPE_CHECKING:
     from anylaunch.plugins.types import PluginSource, PluginType
     from anylaunch.specs.tags import resource_tags
 
-# name -> the module defining it (the tag keys are plain data of anylaunch.specs)
+# the module defining each name (the tag keys are plain data of anylaunch.specs)
 _LAZY = {
-    "EntryPointPlugin": "anylaunch.plugins.discovery",
-    "RegistrationError": "anylaunch.plugins.discovery",
-    "InvalidPluginsSourceError": "anylaunch.plugins.errors",
-    "PluginLoadError": "anylaunch.plugins.errors",
-    "EIGHTH": "anylaunch.plugins.fractions",
-    "HALF": "anylaunch.plugins.fractions",
-    "QUARTER": "anylaunch.plugins.fractions",
-    "SIXTEENTH": "anylaunch.plugins.fractions",
-    "WHOLE": "anylaunch.plugins.fractions",
-    "halve_mem_down_to": "anylaunch.plugins.fractions",
-    "powers_of_two_gpus": "anylaunch.plugins.fractions",
-    "register": "anylaunch.plugins.registration",
-    "PluginRegistry": "anylaunch.plugins.plugin_registry",
-    "find": "anylaunch.plugins.plugin_registry",
-    "registry": "anylaunch.plugins.plugin_registry",
-    "PluginSource": "anylaunch.plugins.types",
-    "PluginType": "anylaunch.plugins.types",
-    "resource_tags": "anylaunch.specs.tags",
+    "anylaunch.plugins.discovery": ("EntryPointPlugin", "RegistrationError"),
+    "anylaunch.plugins.errors": ("InvalidPluginsSourceError", "PluginLoadError"),
+    "anylaunch.plugins.fractions": (
+        "EIGHTH",
+        "HALF",
+        "QUARTER",
+        "SIXTEENTH",
+        "WHOLE",
+        "halve_mem_down_to",
+        "powers_of_two_gpus",
+    ),
+    "anylaunch.plugins.registration": ("register",),
+    "anylaunch.plugins.plugin_registry": ("PluginRegistry", "find", "registry"),
+    "anylaunch.plugins.types": ("PluginSource", "PluginType"),
+    "anylaunch.specs.tags": ("resource_tags",),
 }
 
 __all__ = [
@@ -116,13 +111,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'anylaunch.plugins' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(__name__, _LAZY)
 
 
 def __dir__() -> list[str]:

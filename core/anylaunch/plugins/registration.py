@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from anylaunch.plugins.fractions import WHOLE, Fractionals
 from anylaunch.plugins.types import PluginType
+from anylaunch.specs.checks import check_type
 from anylaunch.specs.errors import InvalidSpecError
 from anylaunch.specs.tags import resource_tags
 
@@ -304,17 +305,18 @@ class _register_named_resource(register):
         return slices
 
 
-def _checked(made: object, name: str) -> Resource:
+def _checked(made: Any, name: str) -> Resource:
     from anylaunch.specs.api import Resource
 
-    if not isinstance(made, Resource):
-        raise InvalidSpecError(
-            f"named resource {name!r}",
-            type(made).__name__,
-            "its factory returned something other than a Resource",
-            "make the factory return anylaunch.specs.Resource(cpu=..., gpu=..., memMB=...)",
-        )
-    return made
+    check_type(
+        f"named resource {name!r}",
+        made,
+        Resource,
+        "its factory returned something other than a Resource",
+        "make the factory return anylaunch.specs.Resource(cpu=..., gpu=..., memMB=...)",
+    )
+    resource: Resource = made
+    return resource
 
 
 def _tagged(

@@ -10,8 +10,9 @@ Run options in ``.anylaunchconfig`` files are applied by :meth:`Runner.dryrun` (
 :mod:`anylaunch.runner.config`). Reading many replicas' logs at once: :mod:`anylaunch.runner.logs`.
 """
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from anylaunch.lazy import lazy_getattr
 from anylaunch.runner.api import (
     DEFAULT_SESSION_NAME,
     ENV_ANYLAUNCH_JOB_ID,
@@ -27,15 +28,8 @@ if TYPE_CHECKING:
     from anylaunch.runner.logs import LineSink, LogPump, find_replicas
 
 # the log readers are needed by few callers: load them on first use only
-_LAZY = {"LineSink", "LogPump", "find_replicas"}
-
-
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        from anylaunch.runner import logs
-
-        return getattr(logs, name)
-    raise AttributeError(f"module 'anylaunch.runner' has no attribute {name!r}")
+_LAZY = {"anylaunch.runner.logs": ("LineSink", "LogPump", "find_replicas")}
+__getattr__ = lazy_getattr(__name__, _LAZY)
 
 
 __all__ = [

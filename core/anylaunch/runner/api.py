@@ -41,7 +41,7 @@ from anylaunch.specs.api import (
     make_app_handle,
     parse_app_handle,
 )
-from anylaunch.specs.checks import check_seconds, check_session_name
+from anylaunch.specs.checks import check_seconds, check_session_name, check_type
 from anylaunch.specs.errors import (
     AnylaunchError,
     InvalidRunConfigException,
@@ -373,10 +373,7 @@ class Runner:
         """
         from anylaunch.runner.config import apply
 
-        if not isinstance(app, AppDef):
-            raise InvalidSpecError(
-                "app", type(app).__name__, "must be an AppDef", "pass specs.AppDef(...)"
-            )
+        check_type("app", app, AppDef, "must be an AppDef", "pass specs.AppDef(...)")
         if cfg is not None and not isinstance(cfg, Mapping):
             raise InvalidRunConfigException(
                 "cfg", cfg, "must be a mapping of option name to value", "pass a dict"

@@ -12,8 +12,9 @@ which can then be launched via a Scheduler.
 'echo'
 """
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from anylaunch.lazy import lazy_getattr
 from anylaunch.specs.api import (
     ALL,
     ANYLAUNCH_HOME,
@@ -60,20 +61,13 @@ if TYPE_CHECKING:
     from anylaunch.specs.builders import materialize_appdef
     from anylaunch.specs.resources import get_named_resources, named_resources, resource
 
-# Named resources pull in entry points (importlib.metadata): load them on first use only.
-_LAZY = {"named_resources", "resource", "get_named_resources"}
-
-
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        from anylaunch.specs import resources
-
-        return getattr(resources, name)
-    if name == "materialize_appdef":  # builders imports argparse: only when asked for
-        from anylaunch.specs.builders import materialize_appdef
-
-        return materialize_appdef
-    raise AttributeError(f"module 'anylaunch.specs' has no attribute {name!r}")
+# Named resources pull in entry points (importlib.metadata), builders imports argparse: load
+# them on first use only.
+_LAZY = {
+    "anylaunch.specs.resources": ("named_resources", "resource", "get_named_resources"),
+    "anylaunch.specs.builders": ("materialize_appdef",),
+}
+__getattr__ = lazy_getattr(__name__, _LAZY)
 
 
 __all__ = [

@@ -14,6 +14,7 @@ from enum import Enum
 from typing import TYPE_CHECKING, Any
 
 from anylaunch.specs import cases
+from anylaunch.specs.checks import check_type
 from anylaunch.specs.errors import (
     InvalidRunConfigException,
     InvalidSpecError,
@@ -608,8 +609,7 @@ class Role:
                 "must be a list of str",
                 "convert each argument with str(), e.g. args=['--lr', str(lr)]",
             )
-        if not isinstance(self.env, dict):
-            raise InvalidSpecError(f"{where}.env", type(self.env).__name__, "must be a dict", "")
+        check_type(f"{where}.env", self.env, dict, "must be a dict", "")
         for key, value in self.env.items():
             if not isinstance(key, str) or not _ENV_NAME.fullmatch(key):
                 raise InvalidSpecError(
@@ -672,13 +672,13 @@ class Role:
                 raise InvalidSpecError(
                     f"{where}.port_map[{port_name!r}]", port, "is not a port", "use 1-65535"
                 )
-        if not isinstance(self.mounts, list):
-            raise InvalidSpecError(
-                f"{where}.mounts",
-                type(self.mounts).__name__,
-                "must be a list",
-                "build mounts with specs.parse_mounts([...])",
-            )
+        check_type(
+            f"{where}.mounts",
+            self.mounts,
+            list,
+            "must be a list",
+            "build mounts with specs.parse_mounts([...])",
+        )
         for mount in self.mounts:
             if not isinstance(mount, (BindMount, VolumeMount, DeviceMount)):
                 raise InvalidSpecError(

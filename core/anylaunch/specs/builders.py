@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn
 from anylaunch.specs.api import AppDef
 from anylaunch.specs.builder_values import SUPPORTED, ValueSpec, coerce_value, unwrap_optional
 from anylaunch.specs.builder_values import value_spec as _value_spec
+from anylaunch.specs.checks import check_type
 from anylaunch.specs.errors import InvalidSpecError, did_you_mean
 from anylaunch.specs.file_linter import get_fn_docstring, parse_fn_docstring
 from anylaunch.specs.handles import make_app_handle
@@ -157,10 +158,11 @@ def _check_inputs(component_fn: object, cli_args: object, defaults: object, conf
         raise InvalidSpecError(
             "defaults", defaults, "must be a mapping of parameter name to str", "pass a dict"
         )
-    if config is not None and not isinstance(config, Mapping):
-        raise InvalidSpecError(
+    if config is not None:
+        check_type(
             "config",
-            type(config).__name__,
+            config,
+            Mapping,
             "must be a mapping of parameter name to value",
             "pass a dict, e.g. {'nnodes': 2}",
         )

@@ -7,7 +7,30 @@ from collections.abc import Iterable
 
 from anylaunch.specs.errors import InvalidSpecError
 
-__all__ = ["check_known_fields", "check_seconds", "check_session_name"]
+__all__ = ["check_known_fields", "check_seconds", "check_session_name", "check_type"]
+
+
+def check_type(
+    field_name: str,
+    value: object,
+    kind: type | tuple[type, ...],
+    problem: str,
+    fix: str,
+    *,
+    error: type[InvalidSpecError] = InvalidSpecError,
+) -> None:
+    """Raises ``error`` naming ``field_name``, the type of ``value``, ``problem`` and ``fix``
+    unless ``value`` is a ``kind``. The error shows the type, never the value (it may be large,
+    or hold secrets).
+
+    >>> check_type("cfg", {"a": 1}, dict, "must be a dict", "pass a dict")
+    >>> check_type("cfg", ["a"], dict, "must be a dict", "pass a dict")
+    Traceback (most recent call last):
+    ...
+    anylaunch.specs.errors.InvalidSpecError: cfg='list' is invalid: must be a dict. Fix: pass a dict
+    """
+    if not isinstance(value, kind):
+        raise error(field_name, type(value).__name__, problem, fix)
 
 
 def check_seconds(field_name: str, value: object, *, positive: bool) -> float:

@@ -67,6 +67,7 @@ import warnings
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from anylaunch.specs.checks import check_type
 from anylaunch.specs.errors import InvalidSpecError
 from anylaunch.specs.overlay_apply import accumulated, apply_overlay, check_structure
 from anylaunch.specs.overlay_files import load_namespace
@@ -143,16 +144,53 @@ def _check_target(target: object, namespace: object, kind: object, fn: str) -> d
         )
     _check_kind_arg(namespace, "namespace", fn)
     _check_kind_arg(kind, "kind", fn)
-    if not isinstance(target.metadata, dict):
-        raise InvalidSpecError(
-            f"{type(target).__name__}.metadata",
-            type(target.metadata).__name__,
-            "must be a dict",
-            "set metadata to a dict (or leave it at its default)",
-        )
+    check_type(
+        f"{type(target).__name__}.metadata",
+        target.metadata,
+        dict,
+        "must be a dict",
+        "set metadata to a dict (or leave it at its default)",
+    )
     # AppDef.metadata is annotated dict[str, str] but overlays store nested dicts in it.
     metadata: dict[str, Any] = target.metadata
     return metadata
+
+
+def _stored_namespace(
+    metadata: dict[str, Any], namespace: str, error: type[InvalidSpecError], fix: str
+) -> dict[str, Any] | None:
+    """``metadata[namespace]`` as a dict (a file path or URI is loaded), None if unset; any
+    other value raises ``error`` with ``fix``."""
+    ns = metadata.get(namespace)
+    if ns is None:
+        return None
+    if isinstance(ns, str):
+        return load_namespace(namespace, ns)
+    check_type(
+        f"metadata[{namespace!r}]",
+        ns,
+        dict,
+        "must be a dict of kind -> overlay or a file path/URI",
+        fix,
+        error=error,
+    )
+    stored: dict[str, Any] = ns
+    return stored
+
+
+def _stored_overlay(ns: dict[str, Any], namespace: str, kind: str, fix: str) -> _Overlay:
+    """The overlay stored under ``kind`` in the namespace dict ``ns`` (``{}`` if none)."""
+    overlay = ns.get(kind, {})
+    check_type(
+        f"metadata[{namespace!r}][{kind!r}]",
+        overlay,
+        dict,
+        "an overlay must be a dict",
+        fix,
+        error=InvalidOverlayError,
+    )
+    stored: _Overlay = overlay
+    return stored
 
 
 def set_overlay(target: AppDef | Role, namespace: str, kind: str, overlay: _Overlay) -> None:
@@ -192,26 +230,17 @@ def set_overlay(target: AppDef | Role, namespace: str, kind: str, overlay: _Over
     """
     metadata = _check_target(target, namespace, kind, "set_overlay")
     check_structure(overlay, f"{namespace}/{kind} overlay")
-    ns = metadata.get(namespace)
+    ns = _stored_namespace(
+        metadata,
+        namespace,
+        InvalidSpecError,
+        f"remove it or replace it with {{{kind!r}: {{...}}}}",
+    )
     if ns is None:
         ns = {}
-    elif isinstance(ns, str):
-        ns = load_namespace(namespace, ns)
-    elif not isinstance(ns, dict):
-        raise InvalidSpecError(
-            f"metadata[{namespace!r}]",
-            type(ns).__name__,
-            "must be a dict of kind -> overlay or a file path/URI",
-            f"remove it or replace it with {{{kind!r}: {{...}}}}",
-        )
-    stored = ns.get(kind, {})
-    if not isinstance(stored, dict):
-        raise InvalidOverlayError(
-            f"metadata[{namespace!r}][{kind!r}]",
-            type(stored).__name__,
-            "an overlay must be a dict",
-            "remove the entry so set_overlay can store the overlay",
-        )
+    stored = _stored_overlay(
+        ns, namespace, kind, "remove the entry so set_overlay can store the overlay"
+    )
     check_structure(stored, f"metadata[{namespace!r}][{kind!r}]")
     # Build the new overlay aside: if it does not fit what is stored, nothing changes.
     merged = accumulated(stored)
@@ -260,18 +289,11 @@ def get_overlay(
             stored overlay is not a dict.
     """
     metadata = _check_target(target, namespace, kind, "get_overlay")
-    ns = metadata.get(namespace)
+    ns = _stored_namespace(
+        metadata, namespace, InvalidOverlayError, f"replace it with {{{kind!r}: {{...}}}}"
+    )
     if ns is None:
         return {}
-    if isinstance(ns, str):
-        ns = load_namespace(namespace, ns)
-    if not isinstance(ns, dict):
-        raise InvalidOverlayError(
-            f"metadata[{namespace!r}]",
-            type(ns).__name__,
-            "must be a dict of kind -> overlay or a file path/URI",
-            f"replace it with {{{kind!r}: {{...}}}}",
-        )
     if kind not in ns:
         nested = any(ns.get(k) for k in _FORMAT_KEYS) or any(_looks_like_kind(k) for k in ns)
         if nested or not ns or not flat_fallback:
@@ -284,14 +306,9 @@ def get_overlay(
             stacklevel=2,
         )
         return copy.deepcopy(ns)
-    overlay = ns[kind]
-    if not isinstance(overlay, dict):
-        raise InvalidOverlayError(
-            f"metadata[{namespace!r}][{kind!r}]",
-            type(overlay).__name__,
-            "an overlay must be a dict",
-            "store it with set_overlay(target, namespace, kind, {...})",
-        )
+    overlay = _stored_overlay(
+        ns, namespace, kind, "store it with set_overlay(target, namespace, kind, {...})"
+    )
     return copy.deepcopy(overlay)
 
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Union, get_args, get_origin
 
 from anylaunch.specs.cases import camel_to_snake, snake_to_camel
+from anylaunch.specs.checks import check_type
 from anylaunch.specs.errors import InvalidRunConfigException, did_you_mean
 
 #: Type of a run config value.
@@ -321,13 +322,14 @@ class runopts:
             InvalidRunConfigException: an unknown option (with a did-you-mean), a missing
                 required option, or a value of the wrong type.
         """
-        if not isinstance(cfg, Mapping):
-            raise InvalidRunConfigException(
-                "cfg",
-                type(cfg).__name__,
-                "must be a mapping of run option names to values",
-                "pass e.g. {'log_dir': '/tmp/logs'} (or -cfg log_dir=/tmp/logs)",
-            )
+        check_type(
+            "cfg",
+            cfg,
+            Mapping,
+            "must be a mapping of run option names to values",
+            "pass e.g. {'log_dir': '/tmp/logs'} (or -cfg log_dir=/tmp/logs)",
+            error=InvalidRunConfigException,
+        )
         resolved = {name: value for name, (_, value) in self._by_option(cfg).items()}
         for name, opt in self._opts.items():
             value = resolved.get(name)

@@ -42,6 +42,7 @@ from anylaunch.specs.api import (
     VolumeMount,
     Workspace,
 )
+from anylaunch.specs.checks import check_type
 from anylaunch.specs.errors import InvalidSpecError, did_you_mean
 from anylaunch.specs.mounts import parse_mounts
 
@@ -113,10 +114,7 @@ def appdef_to_dict(
     >>> appdef_to_dict(app, mask_secrets=True)["roles"][0]["env"]
     {'API_KEY': '***'}
     """
-    if not isinstance(app, AppDef):
-        raise InvalidSpecError(
-            "app", type(app).__name__, "must be an AppDef", "pass anylaunch.specs.AppDef(...)"
-        )
+    check_type("app", app, AppDef, "must be an AppDef", "pass anylaunch.specs.AppDef(...)")
     plain: dict[str, Any] = _plain(app)
     if mask_secrets:
         from anylaunch.specs.secrets import mask_env
@@ -134,10 +132,7 @@ def role_to_dict(role: Role) -> dict[str, Any]:
     >>> role_to_dict(Role("w", image="img", entrypoint="echo"))["entrypoint"]
     'echo'
     """
-    if not isinstance(role, Role):
-        raise InvalidSpecError(
-            "role", type(role).__name__, "must be a Role", "pass anylaunch.specs.Role(...)"
-        )
+    check_type("role", role, Role, "must be a Role", "pass anylaunch.specs.Role(...)")
     plain: dict[str, Any] = _plain(role)
     return plain
 
@@ -316,10 +311,7 @@ def appdef_from_dict(data: Mapping[str, Any]) -> AppDef:
     if "name" not in data:
         raise InvalidSpecError("AppDef.name", None, "is required", "set name: my-app")
     roles = data.get("roles", [])
-    if not isinstance(roles, list):
-        raise InvalidSpecError(
-            "AppDef.roles", type(roles).__name__, "must be a list", "write roles as a list"
-        )
+    check_type("AppDef.roles", roles, list, "must be a list", "write roles as a list")
     return AppDef(
         name=data["name"],
         roles=[_role(i, r) for i, r in enumerate(roles)],
@@ -340,10 +332,7 @@ def appdef_from_yaml(text: str) -> AppDef:
     """
     import yaml
 
-    if not isinstance(text, str):
-        raise InvalidSpecError(
-            "app", type(text).__name__, "must be YAML text (a str)", "pass the file's contents"
-        )
+    check_type("app", text, str, "must be YAML text (a str)", "pass the file's contents")
     excerpt = text if len(text) <= _EXCERPT else text[:_EXCERPT] + "..."
     try:
         data = yaml.safe_load(text)

@@ -298,18 +298,18 @@ class AppStatus:
             redact: masks secrets in the messages before they are laid out, e.g. a
                 :class:`~anylaunch.specs.secrets.Redactor`
 
-        >>> print(AppStatus(AppState.FAILED, roles=[RoleStatus("trainer", [
-        ...     ReplicaStatus(0, AppState.FAILED, "trainer", "node-0", '{"message": "boom"}'),
-        ...     ReplicaStatus(1, AppState.RUNNING, "trainer", "node-1")])]).format())
+        The layout of a failed replica's reply file is shown in
+        :mod:`anylaunch.specs.status_format`; here only the ``ps`` role is shown:
+
+        >>> print(AppStatus(AppState.RUNNING, roles=[
+        ...     RoleStatus("trainer", [ReplicaStatus(0, AppState.RUNNING, "trainer", "node-0")]),
+        ...     RoleStatus("ps", [ReplicaStatus(0, AppState.PENDING, "ps", "node-1")]),
+        ... ]).format(filter_roles=["ps"]))
         AppStatus:
-            State: FAILED
+            State: RUNNING
             Num Restarts: 0
             Roles:
-         *trainer[0]:FAILED (exitcode: <N/A>)
-                timestamp: <N/A>
-                hostname: node-0
-                error_msg: boom
-          trainer[1]:RUNNING
+         *ps[0]:PENDING
             Msg:
             Structured Error Msg: <NONE>
             UI URL: None

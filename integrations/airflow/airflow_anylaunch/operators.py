@@ -259,19 +259,15 @@ class AnylaunchOperator(ResumableJobMixin, BaseOperator):
         import copy
 
         from anylaunch.specs.api import AppDef
-        from anylaunch.specs.errors import InvalidSpecError
+        from anylaunch.specs.checks import check_type
 
         if self.app is not None:
             app = (
                 self.app() if callable(self.app) and not isinstance(self.app, AppDef) else self.app
             )
-            if not isinstance(app, AppDef):
-                raise InvalidSpecError(
-                    "app",
-                    type(app).__name__,
-                    "the callable must return an AppDef",
-                    "return specs.AppDef(...)",
-                )
+            check_type(
+                "app", app, AppDef, "the callable must return an AppDef", "return specs.AppDef(...)"
+            )
             app = copy.deepcopy(app)
         else:
             app = self._component_appdef()

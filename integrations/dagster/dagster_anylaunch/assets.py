@@ -19,9 +19,8 @@ from anylaunch.specs.runopts import CfgVal
 from dagster_anylaunch.ops import (
     DEFAULT_RESOURCE_KEY,
     AnylaunchOpConfig,
-    _check_factory_args,
-    _frozen,
-    launch_for_step,
+    _default_description,
+    _fixed_launch,
 )
 from dagster_anylaunch.resources import ComponentArgs
 
@@ -62,25 +61,18 @@ def build_anylaunch_asset(
         asset_kwargs: passed to ``dagster.asset`` (``deps``, ``group_name``, ``key_prefix``,
             ``tags``, ``owners``, ``retry_policy``, ...)
     """
-    _check_factory_args(app, component, component_args, cfg, resource_key)
-    what = app.name if app is not None else component
-    fixed_args = _frozen(component_args)
-    fixed_cfg = dict(cfg or {})
+    launch = _fixed_launch(app, component, component_args, scheduler, cfg, resource_key)
     asset_kwargs.setdefault("kinds", {"anylaunch"})
 
     def _anylaunch_asset(
         context: dg.AssetExecutionContext, config: AnylaunchOpConfig
     ) -> dg.MaterializeResult[Any]:
-        result = launch_for_step(
-            context, config, resource_key, app, component, fixed_args, scheduler, fixed_cfg
-        )
-        return dg.MaterializeResult(metadata=result.metadata())
+        return dg.MaterializeResult(metadata=launch(context, config).metadata())
 
     return dg.asset(
         _anylaunch_asset,
         name=name,
-        description=description
-        or (f"Launches {what} with anylaunch" if what else "Launches an app with anylaunch"),
+        description=description or _default_description(app, component),
         required_resource_keys={resource_key},
         **asset_kwargs,
     )

@@ -18,13 +18,14 @@ local_cwd, streams ``echo/0 hi`` into the run's log and outputs the app's final 
 # No `from __future__ import annotations` here: Dagster reads the `config` parameter's
 # annotation at runtime to find the op's config schema.
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import dagster as dg
 from pydantic import Field
 
 from anylaunch.specs.api import AppDef, AppStatus
+from anylaunch.specs.checks import check_type
 from anylaunch.specs.errors import InvalidSpecError
 from anylaunch.specs.runopts import CfgVal
 from dagster_anylaunch._lifecycle import AnylaunchRun, Context
@@ -82,8 +83,8 @@ def _check_factory_args(
     cfg: Mapping[str, CfgVal] | None,
     resource_key: str,
 ) -> None:
-    if app is not None and not isinstance(app, AppDef):
-        raise InvalidSpecError("app", type(app).__name__, "must be an AppDef", "pass AppDef(...)")
+    if app is not None:
+        check_type("app", app, AppDef, "must be an AppDef", "pass AppDef(...)")
     if component is not None and (not isinstance(component, str) or not component):
         raise InvalidSpecError(
             "component", component, "must be a non-empty str", "e.g. 'utils.echo'"
@@ -233,6 +234,34 @@ def launch_for_step(
     )
 
 
+def _fixed_launch(
+    app: AppDef | None,
+    component: str | None,
+    component_args: ComponentArgs | None,
+    scheduler: str | None,
+    cfg: Mapping[str, CfgVal] | None,
+    resource_key: str,
+) -> Callable[[Context, AnylaunchOpConfig], AnylaunchRun]:
+    """What an op or asset built by a factory runs: :func:`launch_for_step` with the factory's
+    arguments, checked and copied (the caller may change its own afterwards)."""
+    _check_factory_args(app, component, component_args, cfg, resource_key)
+    fixed_args = _frozen(component_args)
+    fixed_cfg = dict(cfg or {})
+
+    def launch(context: Context, config: AnylaunchOpConfig) -> AnylaunchRun:
+        return launch_for_step(
+            context, config, resource_key, app, component, fixed_args, scheduler, fixed_cfg
+        )
+
+    return launch
+
+
+def _default_description(app: AppDef | None, component: str | None) -> str:
+    """The description of an op or asset built without one: what it launches."""
+    what = app.name if app is not None else component
+    return f"Launches {what} with anylaunch" if what else "Launches an app with anylaunch"
+
+
 def build_anylaunch_op(
     name: str,
     app: AppDef | None = None,
@@ -272,17 +301,12 @@ def build_anylaunch_op(
         tags: the op's tags
         retry_policy: Dagster retry policy of the op (a retry reattaches to a running app)
     """
-    _check_factory_args(app, component, component_args, cfg, resource_key)
+    launch = _fixed_launch(app, component, component_args, scheduler, cfg, resource_key)
     _check_op_args(name, scheduler, retry_policy)
-    what = app.name if app is not None else component
-    fixed_app = app
-    fixed_args = _frozen(component_args)
-    fixed_cfg = dict(cfg or {})
 
     @dg.op(
         name=name,
-        description=description
-        or (f"Launches {what} with anylaunch" if what else "Launches an app with anylaunch"),
+        description=description or _default_description(app, component),
         required_resource_keys={resource_key},
         out=dg.Out(AppStatus, description="The app's final status."),
         tags=dict(tags or {}),
@@ -291,16 +315,7 @@ def build_anylaunch_op(
     def _anylaunch_op(
         context: dg.OpExecutionContext, config: AnylaunchOpConfig
     ) -> dg.Output[AppStatus]:
-        result = launch_for_step(
-            context,
-            config,
-            resource_key,
-            fixed_app,
-            component,
-            fixed_args,
-            scheduler,
-            fixed_cfg,
-        )
+        result = launch(context, config)
         return dg.Output(result.status, metadata=result.metadata())
 
     return _anylaunch_op

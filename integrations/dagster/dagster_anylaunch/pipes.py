@@ -22,10 +22,10 @@ from dagster._core.definitions.resource_annotation import TreatAsResourceParam
 from dagster_pipes import PipesExtras
 
 from anylaunch.specs.api import AppDef, Workspace
-from anylaunch.specs.errors import AnylaunchError, InvalidSpecError
+from anylaunch.specs.checks import check_type
 from anylaunch.specs.runopts import CfgVal
 from dagster_anylaunch._lifecycle import AppWatch, Context
-from dagster_anylaunch.resources import AnylaunchResource, ComponentArgs, to_app
+from dagster_anylaunch.resources import AnylaunchResource, ComponentArgs
 
 __all__ = ["PIPES_CLIENT_NAME", "PipesAnylaunchClient"]
 
@@ -50,10 +50,11 @@ class PipesAnylaunchClient(dg.PipesClient, TreatAsResourceParam):
         context_injector: dg.PipesContextInjector | None = None,
         message_reader: dg.PipesMessageReader | None = None,
     ) -> None:
-        if anylaunch is not None and not isinstance(anylaunch, AnylaunchResource):
-            raise InvalidSpecError(
+        if anylaunch is not None:
+            check_type(
                 "anylaunch",
-                type(anylaunch).__name__,
+                anylaunch,
+                AnylaunchResource,
                 "must be an AnylaunchResource",
                 "pass AnylaunchResource(scheduler=..., ...)",
             )
@@ -61,10 +62,8 @@ class PipesAnylaunchClient(dg.PipesClient, TreatAsResourceParam):
             ("context_injector", context_injector, dg.PipesContextInjector),
             ("message_reader", message_reader, dg.PipesMessageReader),
         ):
-            if value is not None and not isinstance(value, kind):
-                raise InvalidSpecError(
-                    field, type(value).__name__, f"must be a {kind.__name__}", "or leave it None"
-                )
+            if value is not None:
+                check_type(field, value, kind, f"must be a {kind.__name__}", "or leave it None")
         self.anylaunch = anylaunch if anylaunch is not None else AnylaunchResource()
         self.context_injector = context_injector or dg.PipesEnvContextInjector()
         self.message_reader = message_reader or dg.PipesTempFileMessageReader()
@@ -104,13 +103,7 @@ class PipesAnylaunchClient(dg.PipesClient, TreatAsResourceParam):
         """
         # resolves EnvVar fields: this resource is not initialized by Dagster
         resource: AnylaunchResource = self.anylaunch.process_config_and_initialize()
-        try:
-            settings = resource.settings(scheduler, cfg)
-            with resource.get_runner() as runner:
-                resolved = to_app(app, component_args, runner)
-        except AnylaunchError as e:
-            redact = resource.settings().redactor()
-            raise dg.Failure(description=redact(f"invalid app: {e}"), allow_retries=False) from e
+        settings, resolved = resource._step_request(app, component_args, scheduler, cfg)
         with dg.open_pipes_session(
             # the op view of an asset's context has everything Pipes needs, without the
             # deprecation warnings Dagster's own Pipes code triggers on AssetExecutionContext

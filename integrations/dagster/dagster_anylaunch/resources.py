@@ -369,15 +369,26 @@ class AnylaunchResource(dg.ConfigurableResource):  # type: ignore[type-arg]
             dagster.Failure: the app failed, was cancelled or timed out (metadata: handle,
                 ui_url, final_state, error, last_log_lines), or the request was invalid
         """
+        settings, resolved = self._step_request(app, component_args, scheduler, cfg)
+        return AppWatch(context, settings, reattach=reattach).run(resolved, workspace=workspace)
+
+    def _step_request(
+        self,
+        app: AppDef | str,
+        component_args: ComponentArgs | None,
+        scheduler: str | None,
+        cfg: Mapping[str, CfgVal] | None,
+    ) -> tuple[LaunchSettings, AppDef]:
+        """The settings and the AppDef a step launches; an invalid request fails the step
+        with a ``dagster.Failure`` that allows no retries (a bad request does not get better
+        by retrying)."""
         try:
             settings = self.settings(scheduler, cfg)
             with self.get_runner() as runner:
-                resolved = to_app(app, component_args, runner)
+                return settings, to_app(app, component_args, runner)
         except AnylaunchError as e:
-            # a bad request does not get better by retrying
             redact = self.settings().redactor()
             raise dg.Failure(description=redact(f"invalid app: {e}"), allow_retries=False) from e
-        return AppWatch(context, settings, reattach=reattach).run(resolved, workspace=workspace)
 
 
 def _closing(lines: Any, runner: Runner) -> Iterator[str]:

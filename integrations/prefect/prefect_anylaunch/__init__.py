@@ -16,9 +16,9 @@ collection ~0.2 s.
 'anylaunch-job'
 """
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from anylaunch.lazy import lazy_getattr
 from prefect_anylaunch.blocks import AnylaunchJob, AnylaunchJobRun, AnylaunchSchedulerSettings
 from prefect_anylaunch.errors import (
     AnylaunchAppFailedError,
@@ -38,13 +38,14 @@ if TYPE_CHECKING:
     )
 
 _LAZY = {
-    "cancel_launched_apps": "prefect_anylaunch.flows",
-    "run_app": "prefect_anylaunch.flows",
-    "cancel_app": "prefect_anylaunch.tasks",
-    "get_app_logs": "prefect_anylaunch.tasks",
-    "launch_app": "prefect_anylaunch.tasks",
-    "stop_app": "prefect_anylaunch.tasks",
-    "wait_for_app": "prefect_anylaunch.tasks",
+    "prefect_anylaunch.flows": ("cancel_launched_apps", "run_app"),
+    "prefect_anylaunch.tasks": (
+        "cancel_app",
+        "get_app_logs",
+        "launch_app",
+        "stop_app",
+        "wait_for_app",
+    ),
 }
 
 __all__ = [
@@ -64,11 +65,4 @@ __all__ = [
     "wait_for_app",
 ]
 
-
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'prefect_anylaunch' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(__name__, _LAZY)

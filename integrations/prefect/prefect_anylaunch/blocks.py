@@ -30,7 +30,7 @@ from anylaunch.specs.api import (
     AppStatus,
     parse_app_handle,
 )
-from anylaunch.specs.checks import check_seconds
+from anylaunch.specs.checks import check_seconds, check_type
 from anylaunch.specs.errors import InvalidSpecError, UnknownAppException, did_you_mean
 from anylaunch.specs.secrets import Redactor, app_redactor
 from anylaunch.specs.serialize import appdef_to_dict
@@ -504,10 +504,7 @@ class AnylaunchJobRun(JobRun[dict[str, Any]]):
         app: AppDef | None = None,
     ) -> None:
         parse_app_handle(app_handle)  # MalformedAppHandleException names the fix
-        if not isinstance(job, AnylaunchJob):
-            raise InvalidSpecError(
-                "job", type(job).__name__, "must be an AnylaunchJob", "pass AnylaunchJob(...)"
-            )
+        check_type("job", job, AnylaunchJob, "must be an AnylaunchJob", "pass AnylaunchJob(...)")
         self.job = job
         self.app_handle = app_handle
         self.app_name = app_name or parse_app_handle(app_handle).app_id

@@ -16,7 +16,7 @@ from prefect.context import TaskRunContext
 
 from anylaunch.runner import get_runner
 from anylaunch.specs.api import AppHandle, AppStatus, parse_app_handle
-from anylaunch.specs.checks import check_seconds
+from anylaunch.specs.checks import check_seconds, check_type
 from anylaunch.specs.errors import InvalidSpecError
 from prefect_anylaunch import _prefect
 from prefect_anylaunch.blocks import AnylaunchJob
@@ -26,14 +26,15 @@ __all__ = ["cancel_app", "get_app_logs", "launch_app", "stop_app", "wait_for_app
 _STREAMS = ("combined", "stdout", "stderr")
 
 
-def _check_job(job: object) -> AnylaunchJob:
-    if not isinstance(job, AnylaunchJob):
-        raise InvalidSpecError(
-            "job",
-            type(job).__name__,
-            "must be an AnylaunchJob block",
-            "pass AnylaunchJob(component=..., ...) or AnylaunchJob.load('name')",
-        )
+def _check_job(job: AnylaunchJob) -> AnylaunchJob:
+    # Prefect passes flow and task parameters as they are: a job may be anything at run time
+    check_type(
+        "job",
+        job,
+        AnylaunchJob,
+        "must be an AnylaunchJob block",
+        "pass AnylaunchJob(component=..., ...) or AnylaunchJob.load('name')",
+    )
     return job
 
 
