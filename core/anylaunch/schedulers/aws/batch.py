@@ -187,28 +187,21 @@ class AWSBatchScheduler(aws.AWSScheduler):
         """
         request: BatchJobRequest = self._own_request(dryrun_info)
         aws.push_images(request.images_to_push, BACKEND)
-        try:
+        with aws.refused(f"AWS Batch refused job definition {request.job_name}"):
             registered = self.client.register_job_definition(**request.job_definition)
-        except Exception as e:
-            if aws.is_client_error(e):
-                raise aws.AWSRequestError(
-                    f"AWS Batch refused job definition {request.job_name}: {e}"
-                ) from e
-            raise
         definition = registered["jobDefinitionArn"]
         try:
-            submitted = self.client.submit_job(**request.submit_job, jobDefinition=definition)
-        except Exception as e:
+            with aws.refused(
+                f"AWS Batch refused job {request.job_name} on queue {request.queue}",
+                ". Fix: check that the queue exists and is ENABLED",
+            ):
+                submitted = self.client.submit_job(**request.submit_job, jobDefinition=definition)
+        except Exception:
             # do not leave an orphan job definition behind
             try:
                 self.client.deregister_job_definition(jobDefinition=definition)
             except Exception:
                 log.warning("could not deregister job definition %s", definition)
-            if aws.is_client_error(e):
-                raise aws.AWSRequestError(
-                    f"AWS Batch refused job {request.job_name} on queue {request.queue}: {e}. "
-                    "Fix: check that the queue exists and is ENABLED"
-                ) from e
             raise
         self._job_ids[request.app_id] = submitted["jobId"]
         return request.app_id

@@ -12,6 +12,7 @@ Nothing here logs or stores credentials: boto3 resolves them inside its own clie
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import re
 import time
@@ -45,6 +46,7 @@ __all__ = [
     "make_job_name",
     "plan_image_pushes",
     "push_images",
+    "refused",
     "tag_value",
     "to_millis",
 ]
@@ -193,6 +195,24 @@ def is_client_error(error: BaseException, *codes: str) -> bool:
         return False
     code = response.get("Error", {}).get("Code", "")
     return not codes or code in codes
+
+
+@contextlib.contextmanager
+def refused(what: str, fix: str = "") -> Iterator[None]:
+    """Around an AWS request: a client error (AWS said no) is raised as an
+    :class:`AWSRequestError` ``"{what}: {error}{fix}"``; other errors pass unchanged.
+
+    >>> with refused("SageMaker refused training job j"):
+    ...     raise ValueError("not AWS")
+    Traceback (most recent call last):
+    ValueError: not AWS
+    """
+    try:
+        yield
+    except Exception as e:
+        if is_client_error(e):
+            raise AWSRequestError(f"{what}: {e}{fix}") from e
+        raise
 
 
 def make_job_name(app_name: str, max_len: int, underscores: bool = True) -> str:

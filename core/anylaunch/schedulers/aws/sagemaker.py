@@ -344,14 +344,8 @@ class AWSSageMakerScheduler(aws.AWSScheduler):
         """
         request: SageMakerJobRequest = self._own_request(dryrun_info)
         aws.push_images(request.images_to_push, BACKEND)
-        try:
+        with aws.refused(f"SageMaker refused training job {request.job_name}"):
             self.client.create_training_job(**request.create_training_job)
-        except Exception as e:
-            if aws.is_client_error(e):
-                raise aws.AWSRequestError(
-                    f"SageMaker refused training job {request.job_name}: {e}"
-                ) from e
-            raise
         return request.job_name
 
     # --- queries --------------------------------------------------------------------------
