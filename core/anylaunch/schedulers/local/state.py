@@ -300,27 +300,36 @@ def kill_group(pgid: int | None, leader_start_time: str | None, sig: int) -> Non
         os.killpg(pgid, sig)
 
 
+def proc_stats() -> Iterator[tuple[int, list[bytes]]]:
+    """(pid, the fields of ``/proc/PID/stat`` after the command: state, ppid, pgrp, ...) of
+    every process in ``/proc``; none where it cannot be read, and those that end meanwhile
+    are skipped."""
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        # the fields after the command (which may hold spaces and parentheses)
+        yield int(name), stat.rsplit(b")", 1)[-1].split()
+
+
 def group_alive(pgid: int) -> bool:
     """True while any process (zombies excluded where /proc tells) is in group ``pgid``."""
     if pgid <= 1:
         return False
     if sys.platform.startswith("linux") and os.path.isdir("/proc"):
-        for entry in os.listdir("/proc"):
-            if not entry.isdigit():
-                continue
-            try:
-                with open(f"/proc/{entry}/stat", "rb") as f:
-                    stat = f.read()
-            except OSError:
-                continue
-            fields = stat[stat.rfind(b")") + 2 :].split()
-            if (
-                len(fields) > 2
-                and fields[2] == str(pgid).encode()
-                and fields[0] not in (b"Z", b"X")
-            ):
-                return True
-        return False
+        group = str(pgid).encode()
+        return any(
+            len(fields) > 2 and fields[2] == group and fields[0] not in (b"Z", b"X")
+            for _, fields in proc_stats()
+        )
     try:
         os.killpg(pgid, 0)
     except ProcessLookupError:

@@ -97,24 +97,11 @@ def adopted_children(keep: set[int]) -> list[int]:
             return [pid for pid in map(int, f.read().split()) if pid not in keep]
     except OSError:
         pass
-    found = []
-    try:
-        names = os.listdir("/proc")
-    except OSError:
-        return []
-    for name in names:
-        if not name.isdigit() or int(name) in keep:
-            continue
-        try:
-            with open(f"/proc/{name}/stat", "rb") as f:
-                stat = f.read()
-        except OSError:
-            continue
-        # the fields after the command (which may hold spaces and parentheses)
-        fields = stat.rsplit(b")", 1)[-1].split()
-        if len(fields) > 1 and int(fields[1]) == me:
-            found.append(int(name))
-    return found
+    return [
+        pid
+        for pid, fields in ls.proc_stats()
+        if pid not in keep and len(fields) > 1 and int(fields[1]) == me
+    ]
 
 
 def describe_exit(returncode: int) -> str:
