@@ -355,6 +355,22 @@ class Scheduler(abc.ABC, Generic[T]):
             "read the logs in the backend's own UI"
         )
 
+    @staticmethod
+    def _group_replicas(replicas: Iterable[Any]) -> dict[str, dict[int, Any]] | None:
+        """A :meth:`_log_replicas` answer from replicas that have ``role`` and ``replica_id``
+        attributes (the last of a role and index wins); None (an unknown app) for none.
+
+        >>> from types import SimpleNamespace as R
+        >>> Scheduler._group_replicas([R(role="w", replica_id=1)])["w"][1].role
+        'w'
+        >>> Scheduler._group_replicas([]) is None
+        True
+        """
+        roles: dict[str, dict[int, Any]] = {}
+        for replica in replicas:
+            roles.setdefault(replica.role, {})[replica.replica_id] = replica
+        return roles or None
+
     def _replica_log_lines(
         self, app_id: str, role_name: str, k: int, replica: Any, query: LogQuery
     ) -> Iterable[str]:

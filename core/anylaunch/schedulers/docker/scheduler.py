@@ -342,17 +342,11 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Mapping[str, CfgVal]]):
     def _log_replicas(self, app_id: str) -> dict[str, dict[int, Any]] | None:
         if not (isinstance(app_id, str) and _APP_ID.match(app_id)):
             return None
-        replicas = [
+        return self._group_replicas(
             _Container.from_summary(s)
             for s in engine.summaries(self._client(), app_id)
             if (s.get("Labels") or {}).get(LABEL_KIND) == _KIND_REPLICA
-        ]
-        if not replicas:
-            return None
-        roles: dict[str, dict[int, Any]] = {}
-        for c in replicas:
-            roles.setdefault(c.role, {})[c.replica_id] = c
-        return roles
+        )
 
     def _replica_log_lines(
         self, app_id: str, role_name: str, k: int, replica: Any, query: LogQuery

@@ -396,13 +396,9 @@ class LsfScheduler(Scheduler[Mapping[str, CfgVal]]):
     # --- logs -----------------------------------------------------------------------------
 
     def _log_replicas(self, app_id: str) -> dict[str, dict[int, Any]] | None:
-        records = _latest(self._app_records(app_id)) if is_valid_app_id(app_id) else []
-        if not records:
-            return None
-        replicas: dict[str, dict[int, Any]] = {}
-        for rec in records:
-            replicas.setdefault(rec.role, {})[rec.replica_id] = rec
-        return replicas
+        return self._group_replicas(
+            _latest(self._app_records(app_id)) if is_valid_app_id(app_id) else []
+        )
 
     def _replica_log_lines(
         self, app_id: str, role_name: str, k: int, replica: Any, query: LogQuery
