@@ -45,6 +45,7 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+_SchedulerT = TypeVar("_SchedulerT", bound="Scheduler[Any]")
 
 
 class SchedulerFactory(Protocol):
@@ -101,9 +102,22 @@ class Scheduler(abc.ABC, Generic[T]):
     ``backend`` names the scheduler in app handles (``{backend}://{session_name}/{app_id}``).
     """
 
+    #: The keyword arguments of the registry's factory (``create_scheduler``) that go to the
+    #: constructor (see :meth:`from_kwargs`).
+    factory_kwargs: ClassVar[tuple[str, ...]] = ()
+
     def __init__(self, backend: str, session_name: str) -> None:
         self.backend = backend
         self.session_name = session_name
+
+    @classmethod
+    def from_kwargs(
+        cls: type[_SchedulerT], session_name: str, kwargs: Mapping[str, Any]
+    ) -> _SchedulerT:
+        """The scheduler from the registry factory's keyword arguments: those named in
+        ``factory_kwargs`` go to the constructor (missing ones take its defaults), others
+        are ignored."""
+        return cls(session_name, **{k: kwargs[k] for k in cls.factory_kwargs if k in kwargs})
 
     def close(self) -> None:
         """Releases local resources. Safe to call multiple times."""

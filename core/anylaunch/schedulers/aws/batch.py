@@ -419,14 +419,9 @@ class AWSBatchScheduler(aws.AWSScheduler):
 
 
 def create_scheduler(session_name: str, **kwargs: Any) -> AWSBatchScheduler:
-    """Creates the ``aws_batch`` scheduler (the registry's factory).
-
-    Accepts ``client`` (boto3 batch) and ``log_client`` (boto3 logs); other keyword arguments
-    are ignored. No AWS call is made until one is needed.
+    """Creates the ``aws_batch`` scheduler (the registry's factory; see ``factory_kwargs``).
 
     >>> create_scheduler("demo").backend
     'aws_batch'
     """
-    return AWSBatchScheduler(
-        session_name, client=kwargs.get("client"), log_client=kwargs.get("log_client")
-    )
+    return AWSBatchScheduler.from_kwargs(session_name, kwargs)

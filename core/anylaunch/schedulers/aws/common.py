@@ -133,6 +133,9 @@ class AWSScheduler(Scheduler[Mapping[str, CfgVal]]):
     """
 
     log_streams = (Stream.COMBINED,)
+    #: boto3 clients of the service and of CloudWatch Logs; no AWS call is made until one is
+    #: needed.
+    factory_kwargs = ("client", "log_client")
 
     def __init__(
         self, backend: str, session_name: str, service: str, client: Any, log_client: Any

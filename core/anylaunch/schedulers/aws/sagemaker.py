@@ -505,14 +505,9 @@ def _role_of(job: Mapping[str, Any], name: str) -> Role:
 
 
 def create_scheduler(session_name: str, **kwargs: Any) -> AWSSageMakerScheduler:
-    """Creates the ``aws_sagemaker`` scheduler (the registry's factory).
-
-    Accepts ``client`` (boto3 sagemaker) and ``log_client`` (boto3 logs); other keyword
-    arguments are ignored. No AWS call is made until one is needed.
+    """Creates the ``aws_sagemaker`` scheduler (the registry's factory; see ``factory_kwargs``).
 
     >>> create_scheduler("demo").backend
     'aws_sagemaker'
     """
-    return AWSSageMakerScheduler(
-        session_name, client=kwargs.get("client"), log_client=kwargs.get("log_client")
-    )
+    return AWSSageMakerScheduler.from_kwargs(session_name, kwargs)

@@ -88,6 +88,8 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Mapping[str, CfgVal]]):
     """
 
     request_type = DockerAppRequest
+    #: Nothing connects to the engine until it is needed.
+    factory_kwargs = ("docker_host", "start_timeout", "client")
 
     def __init__(
         self,
@@ -372,17 +374,9 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Mapping[str, CfgVal]]):
 
 
 def create_scheduler(session_name: str, **kwargs: Any) -> DockerScheduler:
-    """Creates the ``local_docker`` scheduler (the registry's factory).
-
-    Accepts ``docker_host``, ``start_timeout`` and ``client``; other keyword arguments are
-    ignored. Nothing connects to the engine until it is needed.
+    """Creates the ``local_docker`` scheduler (the registry's factory; see ``factory_kwargs``).
 
     >>> create_scheduler("demo").backend
     'local_docker'
     """
-    return DockerScheduler(
-        session_name,
-        docker_host=kwargs.get("docker_host"),
-        start_timeout=kwargs.get("start_timeout", DEFAULT_START_TIMEOUT_S),
-        client=kwargs.get("client"),
-    )
+    return DockerScheduler.from_kwargs(session_name, kwargs)

@@ -19,7 +19,7 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime, timezone
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar
 
 from anylaunch.schedulers.api import (
     CANCEL_REQUESTED,
@@ -83,8 +83,6 @@ __all__ = [
 
 log: logging.Logger = logging.getLogger(__name__)
 
-_SchedulerT = TypeVar("_SchedulerT", bound="KubernetesSchedulerBase")
-
 
 class KubernetesSchedulerBase(DockerWorkspaceMixin, Scheduler[Mapping[str, CfgVal]], abc.ABC):
     """describe / list / cancel / delete / logs for apps made of labelled objects.
@@ -104,6 +102,8 @@ class KubernetesSchedulerBase(DockerWorkspaceMixin, Scheduler[Mapping[str, CfgVa
         context: kubeconfig context (default: the current one)
     """
 
+    #: See Args; the registry's factory passes these on.
+    factory_kwargs = ("client", "kubeconfig", "context")
     #: The scheduler's name (in app handles and labels).
     backend_name: ClassVar[str]
     opts_class: type[KubernetesCommonOpts] = KubernetesCommonOpts
@@ -138,19 +138,6 @@ class KubernetesSchedulerBase(DockerWorkspaceMixin, Scheduler[Mapping[str, CfgVa
         )
         self._watch: KubeWatch | None = None
         self._watch_lock = threading.Lock()
-
-    @classmethod
-    def from_kwargs(
-        cls: type[_SchedulerT], session_name: str, kwargs: Mapping[str, Any]
-    ) -> _SchedulerT:
-        """The scheduler from the registry factory's keyword arguments: ``client``,
-        ``kubeconfig`` and ``context`` (others are ignored)."""
-        return cls(
-            session_name,
-            client=kwargs.get("client"),
-            kubeconfig=kwargs.get("kubeconfig"),
-            context=kwargs.get("context"),
-        )
 
     def client(self) -> KubeClient:
         """The API client (loaded from kubeconfig on first use)."""

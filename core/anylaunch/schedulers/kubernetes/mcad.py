@@ -253,10 +253,7 @@ class KubernetesMCADScheduler(KubernetesSchedulerBase):
 
 
 def create_scheduler(session_name: str, **kwargs: Any) -> KubernetesMCADScheduler:
-    """Creates the ``kubernetes_mcad`` scheduler (the registry's factory).
-
-    Accepts ``client`` (a :class:`KubeClient`), ``kubeconfig`` and ``context``; other keyword
-    arguments are ignored.
+    """Creates the ``kubernetes_mcad`` scheduler (the registry's factory; see ``factory_kwargs``).
 
     >>> create_scheduler("demo").backend
     'kubernetes_mcad'

@@ -421,10 +421,7 @@ def _volcano_replicas(
 
 
 def create_scheduler(session_name: str, **kwargs: Any) -> KubernetesScheduler:
-    """Creates the ``kubernetes`` scheduler (the registry's factory).
-
-    Accepts ``client`` (a :class:`KubeClient`), ``kubeconfig`` and ``context``; other keyword
-    arguments are ignored.
+    """Creates the ``kubernetes`` scheduler (the registry's factory; see ``factory_kwargs``).
 
     >>> create_scheduler("demo").backend
     'kubernetes'

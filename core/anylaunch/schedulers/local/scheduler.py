@@ -159,6 +159,7 @@ class LocalScheduler(Scheduler[Mapping[str, CfgVal]]):
     """
 
     request_type = LocalAppRequest
+    factory_kwargs = ("state_dir", "start_timeout")
 
     def __init__(
         self,
@@ -681,15 +682,9 @@ def _refreshing(
 
 
 def create_scheduler(session_name: str, **kwargs: Any) -> LocalScheduler:
-    """Creates the ``local_cwd`` scheduler (the registry's factory).
-
-    Accepts ``state_dir`` and ``start_timeout``; other keyword arguments are ignored.
+    """Creates the ``local_cwd`` scheduler (the registry's factory; see ``factory_kwargs``).
 
     >>> create_scheduler("demo").backend
     'local_cwd'
     """
-    return LocalScheduler(
-        session_name,
-        state_dir=kwargs.get("state_dir"),
-        start_timeout=kwargs.get("start_timeout", DEFAULT_START_TIMEOUT_S),
-    )
+    return LocalScheduler.from_kwargs(session_name, kwargs)

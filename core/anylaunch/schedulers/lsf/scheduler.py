@@ -468,10 +468,9 @@ def _message(state: AppState, jobs: list[_Record], expected: int) -> str:
 
 
 def create_scheduler(session_name: str, **kwargs: Any) -> LsfScheduler:
-    """Creates the ``lsf`` scheduler (the registry's factory); other keyword arguments are
-    ignored.
+    """Creates the ``lsf`` scheduler (the registry's factory; see ``factory_kwargs``).
 
     >>> create_scheduler("demo").backend
     'lsf'
     """
-    return LsfScheduler(session_name)
+    return LsfScheduler.from_kwargs(session_name, kwargs)

@@ -105,6 +105,7 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler[Mapping[str, CfgVal]]):
 
     log_timestamps = False  # Slurm's log files carry no timestamps
     request_type = SlurmBatchRequest
+    factory_kwargs = ("squeue_ttl", "slurm_version")
 
     def __init__(
         self, session_name: str, squeue_ttl: float = 2.0, slurm_version: str | None = None
@@ -489,15 +490,9 @@ def _describe(app_id: str, jobs: Sequence[SlurmJob]) -> DescribeAppResponse:
 
 
 def create_scheduler(session_name: str, **kwargs: Any) -> SlurmScheduler:
-    """Creates the ``slurm`` scheduler (the registry's factory).
-
-    Accepts ``squeue_ttl`` and ``slurm_version``; other keyword arguments are ignored.
+    """Creates the ``slurm`` scheduler (the registry's factory; see ``factory_kwargs``).
 
     >>> create_scheduler("demo").backend
     'slurm'
     """
-    return SlurmScheduler(
-        session_name,
-        squeue_ttl=kwargs.get("squeue_ttl", 2.0),
-        slurm_version=kwargs.get("slurm_version"),
-    )
+    return SlurmScheduler.from_kwargs(session_name, kwargs)
