@@ -58,20 +58,24 @@ def _check_path(
 
 
 def _validate_opts(opts: LsfOpts) -> None:
-    if opts.lsf_queue is not None and not _QUEUE.match(opts.lsf_queue):
-        raise InvalidRunConfigException(
+    names = (
+        (
             "lsf_queue",
-            opts.lsf_queue,
+            _QUEUE,
             "is not an LSF queue name (letters, digits, '_' and '-', at most 59)",
             "pass a queue that `bqueues` lists, e.g. normal",
-        )
-    if opts.project is not None and not _PROJECT.match(opts.project):
-        raise InvalidRunConfigException(
+        ),
+        (
             "project",
-            opts.project,
+            _PROJECT,
             "is not an LSF project name (no spaces, quotes or control characters, at most 511)",
             "pass e.g. my_project",
-        )
+        ),
+    )
+    for field, pattern, problem, fix in names:
+        value = getattr(opts, field)
+        if value is not None and not pattern.match(value):
+            raise InvalidRunConfigException(field, value, problem, fix)
     if not _SHM.match(opts.shm_size):
         raise InvalidRunConfigException(
             "shm_size", opts.shm_size, "is not a docker size", "pass e.g. 64m or 2g"
