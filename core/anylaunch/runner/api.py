@@ -17,7 +17,6 @@ import os
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
-from types import TracebackType
 from typing import Any
 
 from anylaunch.schedulers import get_scheduler_factories
@@ -29,6 +28,7 @@ from anylaunch.schedulers.api import (
     Stream,
 )
 from anylaunch.schedulers.common.changes import ChangeFeed
+from anylaunch.schedulers.common.closing import Closing
 from anylaunch.specs.api import (
     NONE,
     AppDef,
@@ -137,7 +137,7 @@ def _component_cli_args(component_fn: Any, args: Mapping[str, object]) -> list[s
     return cli + rest
 
 
-class Runner:
+class Runner(Closing):
     """Submits AppDefs to schedulers and acts on the launched apps by handle.
 
     Schedulers are created lazily (one per name, with this runner's session name) and closed
@@ -174,17 +174,6 @@ class Runner:
         self._component_defaults = {k: dict(v) for k, v in (component_defaults or {}).items()}
 
     # --- lifecycle -------------------------------------------------------------------------
-
-    def __enter__(self) -> Runner:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def close(self) -> None:
         """Closes every scheduler this runner created. Safe to call more than once."""

@@ -13,8 +13,8 @@ import os
 import select
 import time
 from collections.abc import Callable, Iterable, Iterator
-from types import TracebackType
 
+from anylaunch.schedulers.common.closing import Closing
 from anylaunch.schedulers.common.inotify import (
     IN_ATTRIB,
     IN_CLOSE_WRITE,
@@ -57,7 +57,7 @@ def _inotify_open(paths: Iterable[str]) -> int | None:
     return fd
 
 
-class ChangeWaiter:
+class ChangeWaiter(Closing):
     """Waits until one of ``paths`` changes: inotify on Linux, adaptive polling elsewhere.
 
     >>> import tempfile
@@ -107,17 +107,6 @@ class ChangeWaiter:
             os.close(self._fd)
             self._fd = None
             self._poller = None
-
-    def __enter__(self) -> ChangeWaiter:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
 
 def follow(
