@@ -16,7 +16,7 @@ import contextlib
 import logging
 import threading
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime, timezone
 from typing import Any, ClassVar
@@ -52,6 +52,7 @@ from anylaunch.schedulers.kubernetes.names import (
     opts_from_cfg,
     parse_app_id,
 )
+from anylaunch.schedulers.kubernetes.pods import PodOptions
 from anylaunch.schedulers.kubernetes.queries import app_views, find_record, wait_rank0_ip
 from anylaunch.schedulers.kubernetes.record import (
     CONFIGMAP,
@@ -62,7 +63,9 @@ from anylaunch.schedulers.kubernetes.record import (
 )
 from anylaunch.schedulers.kubernetes.request import (
     KubernetesRequest,
+    ReplicaPod,
     fill_rank0_ip,
+    replica_pods,
 )
 from anylaunch.schedulers.kubernetes.state import (
     AppView,
@@ -113,6 +116,8 @@ class KubernetesSchedulerBase(DockerWorkspaceMixin, Scheduler[Mapping[str, CfgVa
     #: Kubernetes interleaves a container's stdout and stderr in one log.
     log_streams = (Stream.COMBINED,)
     request_type = KubernetesRequest
+    #: Whose ``V1Pod`` overlays apply to the pods, in order.
+    pod_overlay_namespaces: ClassVar[tuple[str, ...]] = ("kubernetes",)
 
     def __init__(
         self,
@@ -212,6 +217,29 @@ class KubernetesSchedulerBase(DockerWorkspaceMixin, Scheduler[Mapping[str, CfgVa
             self.validate_request(request)
         return AppDryRunInfo(request, str)
 
+    def _replica_pods(
+        self,
+        app: AppDef,
+        opts: KubernetesCommonOpts,
+        name: str,
+        labels: Mapping[str, str],
+        rank0_host: str,
+        subdomain: str | None = None,
+        scheduler_name: str | None = None,
+    ) -> Iterator[ReplicaPod]:
+        """The pod of every replica of app ``name`` in the options' namespace, with this
+        scheduler's pod overlays (see
+        :func:`~anylaunch.schedulers.kubernetes.request.replica_pods`)."""
+        return replica_pods(
+            app,
+            app_id=f"{opts.namespace}:{name}",
+            labels=labels,
+            options=PodOptions.from_opts(opts, scheduler_name=scheduler_name),
+            rank0_host=rank0_host,
+            overlay_namespaces=self.pod_overlay_namespaces,
+            subdomain=subdomain,
+        )
+
     def _record_payload(self, app: AppDef, mode: str) -> str:
         """The app record (:func:`record_payload`) of an app submitted by this scheduler."""
         return record_payload(app, scheduler=self.backend, mode=mode, session=self.session_name)
@@ -222,6 +250,27 @@ class KubernetesSchedulerBase(DockerWorkspaceMixin, Scheduler[Mapping[str, CfgVa
         """The app record as a ConfigMap (:func:`record_configmap`)."""
         payload = self._record_payload(app, mode)
         return record_configmap(payload, namespace=namespace, name=name, labels=labels)
+
+    def _recorded_request(
+        self,
+        app: AppDef,
+        mode: str,
+        labels: Mapping[str, str],
+        workload: dict[str, Any],
+        embedded: list[dict[str, Any]],
+    ) -> KubernetesRequest:
+        """The request of an app made of one ``workload`` object (which names the app and its
+        namespace) and the objects it creates (``embedded``, checked by dry runs only), with
+        its record ConfigMap created first."""
+        name, namespace = workload["metadata"]["name"], workload["metadata"]["namespace"]
+        return KubernetesRequest(
+            scheduler=self.backend,
+            mode=mode,
+            namespace=namespace,
+            name=name,
+            objects=[self._record(app, mode, namespace, name, labels), workload],
+            embedded_objects=embedded,
+        )
 
     def _is_own_request(self, request: object) -> bool:
         """A :class:`KubernetesRequest` made by this scheduler (both schedulers make them)."""

@@ -45,19 +45,18 @@ from anylaunch.schedulers.kubernetes.names import (
     make_app_name,
     role_dns_names,
 )
-from anylaunch.schedulers.kubernetes.pods import PodOptions, apply_overlays
+from anylaunch.schedulers.kubernetes.pods import apply_overlays
 from anylaunch.schedulers.kubernetes.request import (
     KubernetesRequest,
     app_labels,
     headless_service,
-    replica_pods,
 )
 from anylaunch.schedulers.kubernetes.state import (
     AppView,
     ReplicaView,
-    group_by_replica,
     newest,
     pod_replica_state,
+    replica_pods_of,
 )
 from anylaunch.specs.api import AppDef, AppState, Role
 from anylaunch.specs.errors import InvalidRunConfigException
@@ -117,17 +116,13 @@ class KubernetesMCADOpts(KubernetesCommonOpts):
 
 
 class KubernetesMCADScheduler(KubernetesSchedulerBase):
-    """Runs apps on Kubernetes inside MCAD AppWrappers.
-
-    Args:
-        session_name: goes into app handles (``kubernetes_mcad://{session}/{ns}:{name}``)
-        client: a ready :class:`KubeClient` (default: from kubeconfig, on first use)
-        kubeconfig: kubeconfig path (default: ``$KUBECONFIG``, then ``~/.kube/config``)
-        context: kubeconfig context (default: the current one)
-    """
+    """Runs apps on Kubernetes inside MCAD AppWrappers; app handles are
+    ``kubernetes_mcad://{session}/{namespace}:{name}`` (constructor arguments: see
+    :class:`KubernetesSchedulerBase`)."""
 
     backend_name = BACKEND
     opts_class = KubernetesMCADOpts
+    pod_overlay_namespaces = ("kubernetes", BACKEND)
 
     def _workload_kinds(self, mode: str) -> list[tuple[str, str]]:
         # MCAD removes what it dispatched when its wrapper goes; the rest makes sure of it
@@ -159,14 +154,14 @@ class KubernetesMCADScheduler(KubernetesSchedulerBase):
                     },
                 }
             )
-        for rep in replica_pods(
+        for rep in self._replica_pods(
             app,
-            app_id=f"{namespace}:{name}",
-            labels=pod_labels,
-            options=PodOptions.from_opts(opts, scheduler_name=opts.coscheduler_name),
+            opts,
+            name,
+            pod_labels,
             rank0_host=f"{role_dns_names(app)[0]}-0.{name}",
-            overlay_namespaces=["kubernetes", BACKEND],
             subdomain=name,
+            scheduler_name=opts.coscheduler_name,
         ):
             pod = rep.pod
             pod["metadata"]["name"] = f"{name}-{rep.role_label}-{rep.replica_id}"
@@ -208,15 +203,8 @@ class KubernetesMCADScheduler(KubernetesSchedulerBase):
         apply_overlays(
             wrapper, [(app, BACKEND)], "AppWrapper", APPWRAPPER_OVERLAY_BLOCKLIST, _SUGGESTION
         )
-        record = self._record(app, MODE, namespace, name, labels)
-        return KubernetesRequest(
-            scheduler=BACKEND,
-            mode=MODE,
-            namespace=namespace,
-            name=name,
-            objects=[record, wrapper],
-            embedded_objects=[item["generictemplate"] for item in items],
-        )
+        embedded = [item["generictemplate"] for item in items]
+        return self._recorded_request(app, MODE, labels, wrapper, embedded)
 
     def _replicas(
         self, view: AppView, roles: Sequence[Role], role_labels: Mapping[str, str]
@@ -229,20 +217,16 @@ class KubernetesMCADScheduler(KubernetesSchedulerBase):
         for cond in status.get("conditions") or []:
             if cond.get("message"):
                 msg = msg or str(cond["message"])
-        pods = group_by_replica(view.pods)
         replicas: list[ReplicaView] = []
-        for role in roles:
-            label = role_labels.get(role.name, role.name)
-            for i in range(role.num_replicas):
-                pod = newest(pods.get((label, i), []))
-                if pod is not None:
-                    state, pod_msg = pod_replica_state(pod)
-                    replicas.append(ReplicaView(label, i, state, pod_msg, pod["metadata"]["name"]))
-                    continue
-                state = AppState.SUBMITTED if wrapper_state is None else wrapper_state
-                if state == AppState.RUNNING:  # dispatched, this pod not created yet
-                    state = AppState.PENDING
-                replicas.append(ReplicaView(label, i, state))
+        for label, i, pod in replica_pods_of(view, roles, role_labels):
+            if pod is not None:
+                state, pod_msg = pod_replica_state(pod)
+                replicas.append(ReplicaView(label, i, state, pod_msg, pod["metadata"]["name"]))
+                continue
+            state = AppState.SUBMITTED if wrapper_state is None else wrapper_state
+            if state == AppState.RUNNING:  # dispatched, this pod not created yet
+                state = AppState.PENDING
+            replicas.append(ReplicaView(label, i, state))
         if wrapper is None:
             return None, replicas, msg
         if wrapper_state is not None and wrapper_state.is_terminal():

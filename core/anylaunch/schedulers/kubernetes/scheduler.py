@@ -61,14 +61,13 @@ from anylaunch.schedulers.kubernetes.names import (
     make_app_name,
     role_dns_names,
 )
-from anylaunch.schedulers.kubernetes.pods import PodOptions, apply_overlays
+from anylaunch.schedulers.kubernetes.pods import apply_overlays
 from anylaunch.schedulers.kubernetes.record import CONFIGMAP
 from anylaunch.schedulers.kubernetes.request import (
     RANK0_IP_PLACEHOLDER,
     KubernetesRequest,
     app_labels,
     headless_service,
-    replica_pods,
 )
 from anylaunch.schedulers.kubernetes.state import (
     AppView,
@@ -76,6 +75,7 @@ from anylaunch.schedulers.kubernetes.state import (
     group_by_replica,
     newest,
     pod_replica_state,
+    replica_pods_of,
 )
 from anylaunch.specs.api import AppDef, AppState, RetryPolicy, Role
 from anylaunch.specs.errors import InvalidRunConfigException
@@ -161,14 +161,9 @@ class KubernetesOpts(KubernetesCommonOpts):
 
 
 class KubernetesScheduler(KubernetesSchedulerBase):
-    """Runs apps on Kubernetes as Jobs (default) or as a Volcano Job.
-
-    Args:
-        session_name: goes into app handles (``kubernetes://{session}/{namespace}:{name}``)
-        client: a ready :class:`KubeClient` (default: from kubeconfig, on first use)
-        kubeconfig: kubeconfig path (default: ``$KUBECONFIG``, then ``~/.kube/config``)
-        context: kubeconfig context (default: the current one)
-    """
+    """Runs apps on Kubernetes as Jobs (default) or as a Volcano Job; app handles are
+    ``kubernetes://{session}/{namespace}:{name}`` (constructor arguments: see
+    :class:`KubernetesSchedulerBase`)."""
 
     backend_name = BACKEND
     opts_class = KubernetesOpts
@@ -193,13 +188,12 @@ class KubernetesScheduler(KubernetesSchedulerBase):
         labels = app_labels(BACKEND, "jobs", name, app.name)
         pod_ip = opts.rank0_host == "pod_ip"
         jobs: list[dict[str, Any]] = []
-        for rep in replica_pods(
+        for rep in self._replica_pods(
             app,
-            app_id=f"{namespace}:{name}",
-            labels=labels,
-            options=PodOptions.from_opts(opts),
+            opts,
+            name,
+            labels,
             rank0_host=RANK0_IP_PLACEHOLDER if pod_ip else f"{role_dns_names(app)[0]}-0.{name}",
-            overlay_namespaces=[BACKEND],
             subdomain=name,
         ):
             job: dict[str, Any] = {
@@ -253,15 +247,9 @@ class KubernetesScheduler(KubernetesSchedulerBase):
         labels = app_labels(BACKEND, "volcano", name, app.name)
         tasks: list[dict[str, Any]] = []
         embedded: list[dict[str, Any]] = []
-        for rep in replica_pods(
-            app,
-            app_id=f"{namespace}:{name}",
-            labels=labels,
-            options=PodOptions.from_opts(opts),
-            # Volcano's svc plugin names pods {job}-{task}-{index}; the job is their subdomain
-            rank0_host=f"{name}-{role_dns_names(app)[0]}-0-0.{name}",
-            overlay_namespaces=[BACKEND],
-        ):
+        # Volcano's svc plugin names pods {job}-{task}-{index}; the job is their subdomain
+        rank0_host = f"{name}-{role_dns_names(app)[0]}-0-0.{name}"
+        for rep in self._replica_pods(app, opts, name, labels, rank0_host):
             retry = rep.role.retry_policy
             action = "RestartTask" if retry == RetryPolicy.REPLICA else "RestartJob"
             task = f"{rep.role_label}-{rep.replica_id}"
@@ -296,15 +284,7 @@ class KubernetesScheduler(KubernetesSchedulerBase):
             "spec": spec,
         }
         apply_overlays(vcjob, [(app, BACKEND)], "VolcanoJob", VOLCANO_OVERLAY_BLOCKLIST, "")
-        record = self._record(app, "volcano", namespace, name, labels)
-        return KubernetesRequest(
-            scheduler=BACKEND,
-            mode="volcano",
-            namespace=namespace,
-            name=name,
-            objects=[record, vcjob],
-            embedded_objects=embedded,
-        )
+        return self._recorded_request(app, "volcano", labels, vcjob, embedded)
 
     # --- status -----------------------------------------------------------------------
 
@@ -356,37 +336,33 @@ def _job_replicas(
     view: AppView, roles: Sequence[Role], role_labels: Mapping[str, str]
 ) -> list[ReplicaView]:
     jobs = group_by_replica(view.workloads)
-    pods = group_by_replica(view.pods)
     replicas: list[ReplicaView] = []
-    for role in roles:
-        label = role_labels.get(role.name, role.name)
-        for i in range(role.num_replicas):
-            job = newest(jobs.get((label, i), []))
-            if job is None:
-                continue
-            pod = newest(pods.get((label, i), []))
-            status = job.get("status", {})
-            failures = int(status.get("failed", 0))
-            backoff = int(job.get("spec", {}).get("backoffLimit", 6))
-            finished = _job_condition(job)
-            pod_name = pod["metadata"]["name"] if pod is not None else ""
-            msg = ""
-            if finished is not None and finished[0] == "Complete":
-                state = AppState.SUCCEEDED
-            elif finished is not None:
-                state = AppState.FAILED
-                cond = finished[1]
-                pod_state, pod_msg = pod_replica_state(pod) if pod is not None else (None, "")
-                msg = pod_msg if pod_state == AppState.FAILED and pod_msg else ""
-                msg = msg or f"{cond.get('reason', '')}: {cond.get('message', '')}".strip(": ")
-            elif pod is None:
-                state = AppState.SUBMITTED
-            else:
-                state, msg = pod_replica_state(pod)
-                if state == AppState.FAILED and failures <= backoff:
-                    state, msg = AppState.PENDING, f"retrying after {msg or 'a failure'}"
-            restarts = failures - (1 if state == AppState.FAILED and failures else 0)
-            replicas.append(ReplicaView(label, i, state, msg, pod_name, max(restarts, 0)))
+    for label, i, pod in replica_pods_of(view, roles, role_labels):
+        job = newest(jobs.get((label, i), []))
+        if job is None:
+            continue
+        status = job.get("status", {})
+        failures = int(status.get("failed", 0))
+        backoff = int(job.get("spec", {}).get("backoffLimit", 6))
+        finished = _job_condition(job)
+        pod_name = pod["metadata"]["name"] if pod is not None else ""
+        msg = ""
+        if finished is not None and finished[0] == "Complete":
+            state = AppState.SUCCEEDED
+        elif finished is not None:
+            state = AppState.FAILED
+            cond = finished[1]
+            pod_state, pod_msg = pod_replica_state(pod) if pod is not None else (None, "")
+            msg = pod_msg if pod_state == AppState.FAILED and pod_msg else ""
+            msg = msg or f"{cond.get('reason', '')}: {cond.get('message', '')}".strip(": ")
+        elif pod is None:
+            state = AppState.SUBMITTED
+        else:
+            state, msg = pod_replica_state(pod)
+            if state == AppState.FAILED and failures <= backoff:
+                state, msg = AppState.PENDING, f"retrying after {msg or 'a failure'}"
+        restarts = failures - (1 if state == AppState.FAILED and failures else 0)
+        replicas.append(ReplicaView(label, i, state, msg, pod_name, max(restarts, 0)))
     return replicas
 
 
@@ -399,22 +375,18 @@ def _volcano_replicas(
     job_state = VOLCANO_STATES.get(phase)
     msg = (status.get("state") or {}).get("message", "")
     restarts = int(status.get("retryCount", 0))
-    pods = group_by_replica(view.pods)
     replicas: list[ReplicaView] = []
-    for role in roles:
-        label = role_labels.get(role.name, role.name)
-        for i in range(role.num_replicas):
-            pod = newest(pods.get((label, i), []))
-            if pod is not None:
-                state, pod_msg = pod_replica_state(pod)
-                name = pod["metadata"]["name"]
-            else:
-                state, pod_msg, name = AppState.SUBMITTED, "", ""
-                if job_state is not None and job_state.is_terminal():
-                    state = job_state
-                elif job_state == AppState.PENDING:
-                    state = AppState.PENDING
-            replicas.append(ReplicaView(label, i, state, pod_msg, name, restarts))
+    for label, i, pod in replica_pods_of(view, roles, role_labels):
+        if pod is not None:
+            state, pod_msg = pod_replica_state(pod)
+            name = pod["metadata"]["name"]
+        else:
+            state, pod_msg, name = AppState.SUBMITTED, "", ""
+            if job_state is not None and job_state.is_terminal():
+                state = job_state
+            elif job_state == AppState.PENDING:
+                state = AppState.PENDING
+        replicas.append(ReplicaView(label, i, state, pod_msg, name, restarts))
     if vcjob is not None and job_state is None:
         job_state = AppState.SUBMITTED if not view.pods else None
     return job_state, replicas, msg

@@ -9,7 +9,7 @@ AppWrapper's state), the cancel mark on the app record, and workload objects gon
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -124,6 +124,18 @@ def group_by_replica(
         if key is not None:
             groups.setdefault(key, []).append(obj)
     return groups
+
+
+def replica_pods_of(
+    view: AppView, roles: Sequence[Role], role_labels: Mapping[str, str]
+) -> Iterator[tuple[str, int, Mapping[str, Any] | None]]:
+    """(role label, replica id, its newest pod or None) of every replica of the app's roles,
+    role by role."""
+    pods = group_by_replica(view.pods)
+    for role in roles:
+        label = role_labels.get(role.name, role.name)
+        for i in range(role.num_replicas):
+            yield label, i, newest(pods.get((label, i), []))
 
 
 def app_state_of(states: Sequence[AppState]) -> AppState:
