@@ -25,6 +25,7 @@ from anylaunch.specs.api import (
     RoleStatus,
     Workspace,
     is_terminal,
+    make_app_handle,
 )
 from anylaunch.specs.errors import InvalidSpecError
 from anylaunch.specs.runopts import CfgVal, runopts
@@ -259,6 +260,21 @@ class Scheduler(abc.ABC, Generic[T]):
         """Describes several apps; backends override this to serve all of them in one call."""
         return {app_id: self.describe(app_id) for app_id in app_ids}
 
+    def _list_entry(self, app_id: str, state: AppState, name: str, session: str) -> ListAppResponse:
+        """One :meth:`list` entry; its handle names this backend and the app's ``session``."""
+        return ListAppResponse(
+            app_id=app_id,
+            state=state,
+            app_handle=make_app_handle(self.backend, session, app_id),
+            name=name,
+        )
+
+    @staticmethod
+    def _oldest_first(found: Iterable[tuple[float, ListAppResponse]]) -> list[ListAppResponse]:
+        """:meth:`list` entries ordered by when their apps were created (``found`` pairs each
+        with that time, or with a key that orders as it does)."""
+        return [entry for _, entry in sorted(found, key=lambda item: item[0])]
+
     @abc.abstractmethod
     def list(self, cfg: Mapping[str, CfgVal] | None = None) -> list[ListAppResponse]:
         """Lists apps on this scheduler (``cfg`` may be None)."""
@@ -351,7 +367,6 @@ class Scheduler(abc.ABC, Generic[T]):
         query = _log_query(self, regex, since, until, should_tail, streams)
         replicas = self._log_replicas(app_id)
         if replicas is None:
-            from anylaunch.specs.api import make_app_handle
             from anylaunch.specs.errors import UnknownAppException
 
             raise UnknownAppException(make_app_handle(self.backend, self.session_name, str(app_id)))

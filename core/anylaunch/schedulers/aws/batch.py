@@ -63,7 +63,6 @@ from anylaunch.specs.api import (
     AppDryRunInfo,
     ReplicaStatus,
     RoleStatus,
-    make_app_handle,
 )
 from anylaunch.specs.errors import (
     InvalidRunConfigException,
@@ -342,18 +341,10 @@ class AWSBatchScheduler(aws.AWSScheduler):
                 continue
             app_id = f"{short_queue_name(str(job.get('jobQueue', '')))}:{job['jobName']}"
             session = tags.get(aws.SESSION_TAG) or self.session_name
-            found.append(
-                (
-                    job.get("createdAt", 0),
-                    ListAppResponse(
-                        app_id=app_id,
-                        state=job_state(job, now)[0],
-                        app_handle=make_app_handle(self.backend, session, app_id),
-                        name=str(tags.get(aws.APP_NAME_TAG, job["jobName"])),
-                    ),
-                )
-            )
-        return [listed for _, listed in sorted(found, key=lambda item: item[0])]
+            name = str(tags.get(aws.APP_NAME_TAG, job["jobName"]))
+            entry = self._list_entry(app_id, job_state(job, now)[0], name, session)
+            found.append((job.get("createdAt", 0), entry))
+        return self._oldest_first(found)
 
     # --- control --------------------------------------------------------------------------
 

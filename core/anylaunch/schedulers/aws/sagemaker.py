@@ -43,7 +43,6 @@ from anylaunch.specs.api import (
     Role,
     RoleStatus,
     macros,
-    make_app_handle,
 )
 from anylaunch.specs.errors import (
     InvalidRunConfigException,
@@ -425,21 +424,13 @@ class AWSSageMakerScheduler(aws.AWSScheduler):
                 name = str(job["TrainingJobName"])
                 session = tags.get(aws.SESSION_TAG) or self.session_name
                 created = job.get("CreationTime")
-                found.append(
-                    (
-                        created.timestamp() if isinstance(created, datetime) else 0.0,
-                        ListAppResponse(
-                            app_id=name,
-                            state=_job_state(job)[0],
-                            app_handle=make_app_handle(self.backend, session, name),
-                            name=str(tags.get(aws.APP_NAME_TAG, name)),
-                        ),
-                    )
-                )
+                app_name = str(tags.get(aws.APP_NAME_TAG, name))
+                entry = self._list_entry(name, _job_state(job)[0], app_name, session)
+                found.append((created.timestamp() if isinstance(created, datetime) else 0.0, entry))
             if not page.get("NextToken"):
                 break
             search["NextToken"] = page["NextToken"]
-        return [listed for _, listed in sorted(found, key=lambda item: item[0])]
+        return self._oldest_first(found)
 
     # --- control --------------------------------------------------------------------------
 

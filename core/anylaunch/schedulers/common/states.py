@@ -1,16 +1,16 @@
 """How the states of an app's replicas add up to the app's state: one rule for every backend.
 
 Backends map their own facts to a state per replica; :func:`aggregate_replica_states` gives
-the app's.
+the app's, and :func:`role_statuses` groups the replicas' statuses by role.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
-from anylaunch.specs.api import AppState
+from anylaunch.specs.api import AppState, ReplicaStatus, RoleStatus
 
-__all__ = ["aggregate_replica_states"]
+__all__ = ["aggregate_replica_states", "role_statuses"]
 
 #: Replica states in the order they decide an app's state (see aggregate_replica_states).
 _BEFORE_START = (AppState.PENDING, AppState.SUBMITTED, AppState.UNSUBMITTED)
@@ -55,3 +55,18 @@ def aggregate_replica_states(states: Iterable[AppState]) -> AppState:
         if state in present:
             return state
     return AppState.UNKNOWN
+
+
+def role_statuses(replicas: Iterable[ReplicaStatus]) -> list[RoleStatus]:
+    """The replicas' statuses grouped by role, each role where its first replica comes.
+
+    >>> up = AppState.RUNNING
+    >>> statuses = role_statuses([ReplicaStatus(0, up, "a", "h"), ReplicaStatus(0, up, "b", "h"),
+    ...                           ReplicaStatus(1, up, "a", "h")])
+    >>> [(s.role, [r.id for r in s.replicas]) for s in statuses]
+    [('a', [0, 1]), ('b', [0])]
+    """
+    by_role: dict[str, list[ReplicaStatus]] = {}
+    for replica in replicas:
+        by_role.setdefault(replica.role, []).append(replica)
+    return [RoleStatus(role, reps) for role, reps in by_role.items()]

@@ -61,7 +61,7 @@ from anylaunch.schedulers.docker.state import (
     describe_app,
     failure_message,
 )
-from anylaunch.specs.api import AppDef, AppDryRunInfo, RetryPolicy, make_app_handle
+from anylaunch.specs.api import AppDef, AppDryRunInfo, RetryPolicy
 from anylaunch.specs.checks import check_seconds
 from anylaunch.specs.errors import InvalidSpecError
 from anylaunch.specs.runopts import CfgVal, runopts
@@ -304,18 +304,10 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Mapping[str, CfgVal]]):
             state = _evaluate(containers, now, self.start_timeout).state
             first = replicas[0]
             session = first.labels.get(LABEL_SESSION, self.session_name)
-            found.append(
-                (
-                    min(c.created for c in replicas),
-                    ListAppResponse(
-                        app_id=app_id,
-                        state=state,
-                        app_handle=make_app_handle(self.backend, session, app_id),
-                        name=first.labels.get(LABEL_APP_NAME, ""),
-                    ),
-                )
-            )
-        return [resp for _, resp in sorted(found, key=lambda item: item[0])]
+            name = first.labels.get(LABEL_APP_NAME, "")
+            entry = self._list_entry(app_id, state, name, session)
+            found.append((min(c.created for c in replicas), entry))
+        return self._oldest_first(found)
 
     # --- control --------------------------------------------------------------------------
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from anylaunch.schedulers.api import DescribeAppResponse
 from anylaunch.schedulers.common.roles import role_from_record
-from anylaunch.schedulers.common.states import aggregate_replica_states
+from anylaunch.schedulers.common.states import aggregate_replica_states, role_statuses
 from anylaunch.schedulers.docker.request import (
     _EXITED,
     _KIND_EVENT,
@@ -36,7 +36,6 @@ from anylaunch.specs.api import (
     ReplicaStatus,
     RetryPolicy,
     Role,
-    RoleStatus,
 )
 from anylaunch.specs.secrets import MASK, Redactor, is_secret_env_name
 
@@ -358,14 +357,8 @@ def describe_app(
         (c for c in containers if c.kind == _KIND_REPLICA),
         key=lambda c: (c.role_index, c.replica_id),
     )
-    by_role: dict[str, list[ReplicaStatus]] = {}
     roles: dict[str, Role] = {}
     for c in replicas:
-        by_role.setdefault(c.role, []).append(
-            ReplicaStatus(
-                id=c.replica_id, state=verdict.replica_states[c.id], role=c.role, hostname=c.name
-            )
-        )
         if c.role not in roles:
             role = role_of(c)
             if role is not None:
@@ -391,6 +384,11 @@ def describe_app(
             "session": first.labels.get(LABEL_SESSION, ""),
             "app_name": first.labels.get(LABEL_APP_NAME, ""),
         },
-        roles_statuses=[RoleStatus(role, reps) for role, reps in by_role.items()],
+        roles_statuses=role_statuses(
+            ReplicaStatus(
+                id=c.replica_id, state=verdict.replica_states[c.id], role=c.role, hostname=c.name
+            )
+            for c in replicas
+        ),
         roles=list(roles.values()),
     )

@@ -74,7 +74,7 @@ from anylaunch.schedulers.kubernetes.state import (
     describe_response,
 )
 from anylaunch.schedulers.kubernetes.watch import KubeWatch, OwnWrite, acquire, release
-from anylaunch.specs.api import AppDef, AppDryRunInfo, AppState, Role, make_app_handle
+from anylaunch.specs.api import AppDef, AppDryRunInfo, AppState, Role
 from anylaunch.specs.errors import AnylaunchError, InvalidSpecError
 from anylaunch.specs.runopts import CfgVal, runopts
 from anylaunch.workspace.docker_workspace import DockerWorkspaceMixin
@@ -444,14 +444,9 @@ class KubernetesSchedulerBase(DockerWorkspaceMixin, Scheduler[Mapping[str, CfgVa
             desc = self._describe_view(namespace, view)
             data = record_data(view.record)
             session = str(data.get("session") or self.session_name)
-            response = ListAppResponse(
-                app_id=desc.app_id,
-                state=desc.state,
-                app_handle=make_app_handle(self.backend, session, desc.app_id),
-                name=str(data.get("name", name)),
-            )
-            found.append((float(data.get("created", 0)), response))
-        return [resp for _, resp in sorted(found, key=lambda item: item[0])]
+            entry = self._list_entry(desc.app_id, desc.state, str(data.get("name", name)), session)
+            found.append((float(data.get("created", 0)), entry))
+        return self._oldest_first(found)
 
     # --- control ----------------------------------------------------------------------
 

@@ -39,7 +39,7 @@ from anylaunch.schedulers.api import (
 from anylaunch.schedulers.common.app_ids import is_valid_app_id, make_app_id
 from anylaunch.schedulers.common.changes import ChangeFeed
 from anylaunch.schedulers.common.roles import check_no_nul, role_from_record, role_record
-from anylaunch.schedulers.common.states import aggregate_replica_states
+from anylaunch.schedulers.common.states import aggregate_replica_states, role_statuses
 from anylaunch.schedulers.common.tail import ChangeWaiter, follow, iter_lines
 from anylaunch.schedulers.local import state as ls
 from anylaunch.schedulers.local.request import (
@@ -62,8 +62,6 @@ from anylaunch.specs.api import (
     AppDryRunInfo,
     AppState,
     ReplicaStatus,
-    RoleStatus,
-    make_app_handle,
 )
 from anylaunch.specs.errors import (
     InvalidRunConfigException,
@@ -485,17 +483,16 @@ class LocalScheduler(Scheduler[Mapping[str, CfgVal]]):
         if state is None:
             return None
         request = ls.read_json(app_dir / ls.REQUEST_FILE) or {}
-        by_role: dict[str, list[ReplicaStatus]] = {}
-        for r in state.get("replicas", []):
-            by_role.setdefault(r["role"], []).append(
-                ReplicaStatus(
-                    id=int(r["id"]),
-                    state=AppState[r["state"]],
-                    role=r["role"],
-                    hostname="localhost",
-                    structured_error_msg=r.get("structured_error_msg", NONE),
-                )
+        replicas = [
+            ReplicaStatus(
+                id=int(r["id"]),
+                state=AppState[r["state"]],
+                role=r["role"],
+                hostname="localhost",
+                structured_error_msg=r.get("structured_error_msg", NONE),
             )
+            for r in state.get("replicas", [])
+        ]
         role_specs = [role["spec"] for role in request.get("roles", []) if role.get("spec")]
         supervisor = ls.recorded_supervisor(app_dir, state) or {}
         return DescribeAppResponse(
@@ -511,7 +508,7 @@ class LocalScheduler(Scheduler[Mapping[str, CfgVal]]):
                 "supervisor_pid": str(supervisor.get("pid", "")),
                 **({CANCEL_REQUESTED: "true"} if (app_dir / ls.CANCEL_FILE).exists() else {}),
             },
-            roles_statuses=[RoleStatus(role, reps) for role, reps in by_role.items()],
+            roles_statuses=role_statuses(replicas),
             roles=[role_from_record(spec) for spec in role_specs],
         )
 
@@ -530,18 +527,10 @@ class LocalScheduler(Scheduler[Mapping[str, CfgVal]]):
                 continue
             request = ls.read_json(app_dir / ls.REQUEST_FILE) or {}
             session = str(request.get("session", self.session_name))
-            found.append(
-                (
-                    float(state.get("created", 0)),
-                    ListAppResponse(
-                        app_id=entry.name,
-                        state=app_state(state),
-                        app_handle=make_app_handle(self.backend, session, entry.name),
-                        name=str(request.get("app_name", "")),
-                    ),
-                )
-            )
-        return [resp for _, resp in sorted(found, key=lambda item: item[0])]
+            name = str(request.get("app_name", ""))
+            listed = self._list_entry(entry.name, app_state(state), name, session)
+            found.append((float(state.get("created", 0)), listed))
+        return self._oldest_first(found)
 
     # --- control --------------------------------------------------------------------------
 

@@ -45,6 +45,7 @@ from anylaunch.schedulers.api import (
     Stream,
 )
 from anylaunch.schedulers.common.app_ids import is_valid_app_id
+from anylaunch.schedulers.common.states import role_statuses
 from anylaunch.schedulers.common.tail import follow, iter_lines
 from anylaunch.schedulers.lsf.jobs import (
     _build_request,
@@ -78,8 +79,6 @@ from anylaunch.specs.api import (
     AppDryRunInfo,
     AppState,
     ReplicaStatus,
-    RoleStatus,
-    make_app_handle,
 )
 from anylaunch.specs.errors import InvalidSpecError
 from anylaunch.specs.runopts import CfgVal, runopts
@@ -328,22 +327,21 @@ class LsfScheduler(Scheduler[Mapping[str, CfgVal]]):
                 self._bkill([r.job_id for r in live])
             except LsfSchedulerError as e:
                 log.warning("could not kill the remaining jobs of %s: %s", app_id, e)
-        by_role: dict[str, list[ReplicaStatus]] = {}
-        for rec in sorted(jobs, key=lambda r: (int(r.job_id), r.replica_id)):  # rank 0 first
-            by_role.setdefault(rec.role, []).append(
-                ReplicaStatus(
-                    id=rec.replica_id,
-                    state=rec.state,
-                    role=rec.role,
-                    hostname=rec.host,
-                    structured_error_msg=(
-                        f"exit code {rec.exit_code or '?'}"
-                        + (f" ({rec.exit_reason})" if rec.exit_reason else "")
-                        if rec.state == AppState.FAILED
-                        else NONE
-                    ),
-                )
+        replicas = [
+            ReplicaStatus(
+                id=rec.replica_id,
+                state=rec.state,
+                role=rec.role,
+                hostname=rec.host,
+                structured_error_msg=(
+                    f"exit code {rec.exit_code or '?'}"
+                    + (f" ({rec.exit_reason})" if rec.exit_reason else "")
+                    if rec.state == AppState.FAILED
+                    else NONE
+                ),
             )
+            for rec in sorted(jobs, key=lambda r: (int(r.job_id), r.replica_id))  # rank 0 first
+        ]
         expected = max(r.jobs for r in jobs)
         app_dir = os.path.dirname(os.path.dirname(jobs[0].log_dir)) if jobs[0].log_dir else ""
         return DescribeAppResponse(
@@ -356,7 +354,7 @@ class LsfScheduler(Scheduler[Mapping[str, CfgVal]]):
                 "app_dir": app_dir,
                 "lsf_jobs": " ".join(f"{r.role}/{r.replica_id}={r.job_id}" for r in jobs),
             },
-            roles_statuses=[RoleStatus(role, reps) for role, reps in by_role.items()],
+            roles_statuses=role_statuses(replicas),
         )
 
     def list(self, cfg: Mapping[str, CfgVal] | None = None) -> list[ListAppResponse]:
@@ -364,18 +362,10 @@ class LsfScheduler(Scheduler[Mapping[str, CfgVal]]):
         apps = []
         for app_id, records in self._all_records().items():
             jobs = _latest(records)
-            apps.append(
-                (
-                    min(int(r.job_id) for r in jobs),
-                    ListAppResponse(
-                        app_id=app_id,
-                        state=app_state(r.state for r in jobs),
-                        app_handle=make_app_handle(self.backend, jobs[0].session, app_id),
-                        name=jobs[0].app_name,
-                    ),
-                )
-            )
-        return [resp for _, resp in sorted(apps, key=lambda item: item[0])]
+            state = app_state(r.state for r in jobs)
+            entry = self._list_entry(app_id, state, jobs[0].app_name, jobs[0].session)
+            apps.append((min(int(r.job_id) for r in jobs), entry))
+        return self._oldest_first(apps)
 
     # --- control --------------------------------------------------------------------------
 

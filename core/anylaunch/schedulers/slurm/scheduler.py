@@ -74,7 +74,6 @@ from anylaunch.specs.api import (
     RetryPolicy,
     Role,
     RoleStatus,
-    make_app_handle,
 )
 from anylaunch.specs.errors import (
     BackendUnreachableError,
@@ -335,14 +334,7 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler[Mapping[str, CfgVal]]):
             if jobs[0].user_id not in (None, uid):
                 continue
             name = jobs[0].name.rsplit(":", 1)[0] if ":" in jobs[0].name else jobs[0].name
-            found.append(
-                ListAppResponse(
-                    app_id=app_id,
-                    state=_app_state(jobs),
-                    app_handle=make_app_handle(self.backend, self.session_name, app_id),
-                    name=name,
-                )
-            )
+            found.append(self._list_entry(app_id, _app_state(jobs), name, self.session_name))
         return sorted(found, key=lambda r: int(r.app_id) if r.app_id.isdigit() else 0)
 
     # --- control --------------------------------------------------------------------------
