@@ -17,6 +17,7 @@ from anylaunch.specs.errors import InvalidSpecError
 from anylaunch.specs.secrets import is_secret_env_name, mask_env
 
 __all__ = [
+    "CONTROL_CHAR",
     "RANK0_ENV",
     "check_image_ref",
     "check_no_nul",
@@ -28,6 +29,8 @@ __all__ = [
 
 #: The env var through which replicas of backends without DNS for rank 0 find its host.
 RANK0_ENV = "ANYLAUNCH_RANK0_HOST"
+#: A control character (C0 or DEL), which no job path or job name a backend writes may hold.
+CONTROL_CHAR = re.compile(r"[\x00-\x1f\x7f]")
 
 
 def check_no_nul(field: str, value: str, secret: bool = False) -> None:

@@ -10,9 +10,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from anylaunch.schedulers.common.app_ids import make_app_id
-from anylaunch.schedulers.common.roles import RANK0_ENV
+from anylaunch.schedulers.common.roles import CONTROL_CHAR, RANK0_ENV
 from anylaunch.schedulers.lsf.names import (
-    _CONTROL,
     _PROJECT,
     _QUEUE,
     _SHM,
@@ -48,7 +47,7 @@ def _is_directory_image(image: str) -> bool:
 def _check_path(
     where: str, path: str, fix: str, error: type[InvalidSpecError] = InvalidSpecError
 ) -> None:
-    if _CONTROL.search(path) or "%" in path:
+    if CONTROL_CHAR.search(path) or "%" in path:
         raise error(
             where,
             path,
@@ -81,7 +80,7 @@ def _validate_opts(opts: LsfOpts) -> None:
             "shm_size", opts.shm_size, "is not a docker size", "pass e.g. 64m or 2g"
         )
     if opts.container_workdir is not None and (
-        not opts.container_workdir.startswith("/") or _CONTROL.search(opts.container_workdir)
+        not opts.container_workdir.startswith("/") or CONTROL_CHAR.search(opts.container_workdir)
     ):
         raise InvalidRunConfigException(
             "container_workdir",
@@ -130,7 +129,7 @@ def _docker_command(role: Role, name: str, env_names: Sequence[str], opts: LsfOp
         if isinstance(mount, (BindMount, VolumeMount)):
             src = mount.src_path if isinstance(mount, BindMount) else mount.src
             for value in (src, mount.dst_path):
-                if "," in value or '"' in value or _CONTROL.search(value):
+                if "," in value or '"' in value or CONTROL_CHAR.search(value):
                     raise InvalidSpecError(
                         f"{where}.mounts[{i}]",
                         value,

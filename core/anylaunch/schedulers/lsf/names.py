@@ -45,7 +45,6 @@ _SUBMITTED = re.compile(r"Job <(\d+)> is submitted")
 _QUEUE = re.compile(r"^[A-Za-z0-9_-]{1,59}$")
 _PROJECT = re.compile(r"^[^\s\x00-\x1f\x7f\"'\\]{1,511}$")
 _SHM = re.compile(r"^[0-9]+(\.[0-9]+)?[bkmgtpBKMGTP]?[bB]?$")
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _SAFE_CHAR = re.compile(r"[A-Za-z0-9_.-]")
 _SCRIPT_END = "ANYLAUNCH_JOB_SCRIPT"
 #: Seconds a bsub/bjobs/bkill call may take.

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from anylaunch.schedulers.common.roles import RANK0_ENV
+from anylaunch.schedulers.common.roles import CONTROL_CHAR, RANK0_ENV
 from anylaunch.schedulers.common.shell import heredoc
 from anylaunch.schedulers.slurm.query import (
     SlurmCommandError,
@@ -53,7 +53,6 @@ _MAIL_TYPES = frozenset(
     ]
 )
 _SBATCH_PLAIN = re.compile(r"^[A-Za-z0-9_.,:/=@%+-]+$")
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
 @dataclass
@@ -310,7 +309,7 @@ def _render_script(request: SlurmBatchRequest, mask_secrets: bool) -> str:
     total = sum(g.num_replicas for g in groups)
     lines = [
         "#!/bin/bash",
-        f"# anylaunch app {_CONTROL.sub('_', request.app_name)!r}: {len(groups)} role(s), "
+        f"# anylaunch app {CONTROL_CHAR.sub('_', request.app_name)!r}: {len(groups)} role(s), "
         f"{total} replica(s)" + (", one het job component per role" if het else ""),
     ]
     for i, group in enumerate(groups):

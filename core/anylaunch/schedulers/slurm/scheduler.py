@@ -40,6 +40,7 @@ from anylaunch.schedulers.api import (
     Scheduler,
     Stream,
 )
+from anylaunch.schedulers.common.roles import CONTROL_CHAR
 from anylaunch.schedulers.common.states import aggregate_replica_states
 from anylaunch.schedulers.slurm.query import (
     SlurmCommandError,
@@ -51,7 +52,6 @@ from anylaunch.schedulers.slurm.query import (
     run_slurm,
 )
 from anylaunch.schedulers.slurm.request import (
-    _CONTROL,
     _MAIL_TYPES,
     _SHELL_NAME,
     _TIME,
@@ -218,7 +218,7 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler[Mapping[str, CfgVal]]):
                 )
             sbatch_opts: dict[str, str | None] = {
                 # describe and log_iter read the role back from the component's job name
-                "job-name": f"{_CONTROL.sub('_', app.name)}:{role.name}",
+                "job-name": f"{CONTROL_CHAR.sub('_', app.name)}:{role.name}",
                 "ntasks": str(role.num_replicas),
                 **_resource_opts(role.resource, version),
                 **common,
@@ -249,7 +249,9 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler[Mapping[str, CfgVal]]):
 
     @staticmethod
     def _check_opts(opts: SlurmOpts) -> None:
-        if opts.job_dir is not None and (not opts.job_dir.strip() or _CONTROL.search(opts.job_dir)):
+        if opts.job_dir is not None and (
+            not opts.job_dir.strip() or CONTROL_CHAR.search(opts.job_dir)
+        ):
             raise InvalidRunConfigException(
                 "job_dir",
                 opts.job_dir,
