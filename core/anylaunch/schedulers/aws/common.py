@@ -21,6 +21,7 @@ from datetime import datetime
 from typing import Any
 
 from anylaunch.schedulers.api import Scheduler, Stream, split_lines
+from anylaunch.schedulers.common.app_ids import random_suffix
 from anylaunch.sdk import require_sdk
 from anylaunch.specs.api import AppDef
 from anylaunch.specs.errors import (
@@ -60,7 +61,6 @@ SESSION_TAG = "anylaunch/session"
 VERSION_TAG = "anylaunch/version"
 
 _TAG_CHARS = re.compile(r"[^\w .:/=+\-@]+")
-_ALPHABET = "abcdefghijklmnopqrstuvwxyz0123456789"
 
 
 class AWSRequestError(AnylaunchError):
@@ -228,14 +228,11 @@ def make_job_name(app_name: str, max_len: int, underscores: bool = True) -> str:
     >>> make_job_name("__x__", 63, underscores=False)[:2]
     'x-'
     """
-    import secrets  # only needed when naming a job
-
     allowed = r"[^A-Za-z0-9_-]+" if underscores else r"[^A-Za-z0-9-]+"
     base = re.sub(allowed, "-", app_name)
     base = re.sub(r"-{2,}", "-", base).strip("-_")
     base = base[: max_len - 9].rstrip("-_") or "app"
-    suffix = "".join(secrets.choice(_ALPHABET) for _ in range(8))
-    return f"{base}-{suffix}"
+    return f"{base}-{random_suffix()}"
 
 
 def tag_value(value: str) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import re
 
-__all__ = ["is_valid_app_id", "make_app_id", "sanitize_app_name"]
+__all__ = ["is_valid_app_id", "make_app_id", "random_suffix", "sanitize_app_name"]
 
 _ALPHABET = "abcdefghijklmnopqrstuvwxyz0123456789"
 _APP_ID = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
@@ -36,13 +36,23 @@ def make_app_id(app_name: str) -> str:
     >>> app_id[:11], len(app_id), is_valid_app_id(app_id)
     ('echo-hello-', 19, True)
     """
-    # 8 base-36 digits of a random 64-bit number (one system call; the bias is ~1e-7)
+    return f"{sanitize_app_name(app_name)}-{random_suffix()}"
+
+
+def random_suffix(length: int = 8) -> str:
+    """``length`` (at most 12) random lowercase alphanumerics, which make a name unique.
+
+    >>> suffix = random_suffix(6)
+    >>> len(suffix), suffix.isalnum() and suffix == suffix.lower()
+    (6, True)
+    """
+    # base-36 digits of a random 64-bit number (one system call; the bias is ~1e-7)
     number = int.from_bytes(os.urandom(8), "big")
     digits = []
-    for _ in range(8):
+    for _ in range(length):
         number, digit = divmod(number, len(_ALPHABET))
         digits.append(_ALPHABET[digit])
-    return f"{sanitize_app_name(app_name)}-{''.join(digits)}"
+    return "".join(digits)
 
 
 def is_valid_app_id(app_id: object) -> bool:

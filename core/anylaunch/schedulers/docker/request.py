@@ -5,12 +5,12 @@ from __future__ import annotations
 import re
 import shlex
 import signal
-import string
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from anylaunch.schedulers.common.app_ids import random_suffix
 from anylaunch.specs.errors import (
     AnylaunchError,
     BackendUnreachableError,
@@ -46,7 +46,6 @@ LABEL_EVENT_DATA = "anylaunch.event-data"  # JSON
 _KIND_REPLICA = "replica"
 _KIND_EVENT = "event"
 _MAX_NAME = 24  # of the app-name part of an app id: container names stay DNS-label sized
-_ALPHABET = string.ascii_lowercase + string.digits
 _UNSAFE = re.compile(r"[^a-z0-9-]+")
 _APP_ID = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 _VOLUME_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]+$")
@@ -124,10 +123,8 @@ def make_app_id(app_name: str) -> str:
     >>> app_id[:12], len(app_id)
     ('my-train-v2-', 20)
     """
-    import secrets  # not needed at import time
-
     cleaned = _UNSAFE.sub("-", app_name.lower()).strip("-")[:_MAX_NAME].strip("-") or "app"
-    return f"{cleaned}-{''.join(secrets.choice(_ALPHABET) for _ in range(8))}"
+    return f"{cleaned}-{random_suffix()}"
 
 
 def _role_label(role_name: str) -> str:

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import re
-import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from anylaunch.schedulers.common.app_ids import random_suffix
 from anylaunch.specs.api import (
     AppDef,
 )
@@ -111,9 +111,7 @@ def make_app_name(app_name: str) -> str:
     base = dns_label(app_name, 23)
     if not base[0].isalpha():
         base = dns_label(f"a-{base}", 23)
-    alphabet = "abcdefghijklmnopqrstuvwxyz0123456789"
-    suffix = "".join(secrets.choice(alphabet) for _ in range(6))
-    return f"{base}-{suffix}"
+    return f"{base}-{random_suffix(6)}"
 
 
 def parse_app_id(app_id: str) -> tuple[str, str] | None:
