@@ -1,6 +1,6 @@
 """What every backend package of :mod:`anylaunch.schedulers` shares, and nothing else: change
-feeds, the shared pool of process-wide watchers, file tailing (with inotify), app ids, and the
-rules every backend applies to roles and replica states.
+feeds, the shared pool of process-wide watchers, file tailing (with inotify), app ids, the
+rules every backend applies to roles and replica states, and a base for closeable objects.
 
 Its modules import only :mod:`anylaunch.specs` and the standard library: they stand below
 :mod:`anylaunch.schedulers.api` and every backend package. Kept empty so that the local
