@@ -11,25 +11,16 @@ from typing import Any
 
 from anylaunch.schedulers.common.roles import RANK0_ENV, check_image_ref, check_no_nul, role_record
 from anylaunch.schedulers.docker.request import (
-    _KIND_REPLICA,
     _VOLUME_NAME,
     BACKEND,
-    LABEL_APP_ID,
-    LABEL_APP_NAME,
-    LABEL_CANCEL_GRACE,
     LABEL_KIND,
-    LABEL_MAX_RETRIES,
-    LABEL_REPLICA_ID,
-    LABEL_RETRY_POLICY,
-    LABEL_ROLE,
-    LABEL_ROLE_INDEX,
-    LABEL_ROLE_SPEC,
-    LABEL_SESSION,
     DockerAppRequest,
     DockerContainerRequest,
     DockerOpts,
     _role_label,
+    app_labels,
     make_app_id,
+    replica_labels,
 )
 from anylaunch.specs.api import (
     AppDef,
@@ -120,12 +111,7 @@ def build_request(
 
     app_id = make_app_id(app.name)
     network = app_id
-    common = {
-        LABEL_APP_ID: app_id,
-        LABEL_APP_NAME: app.name,
-        LABEL_SESSION: session_name,
-        LABEL_CANCEL_GRACE: str(float(opts.cancel_grace_s)),
-    }
+    common = app_labels(app_id, app.name, session_name, opts.cancel_grace_s)
     rank0 = f"{app_id}-{_role_label(app.roles[0].name)}-0"
     containers = []
     for index, role in enumerate(app.roles):
@@ -139,16 +125,7 @@ def build_request(
             replica = values.apply(role)
             env = {**base_env, **replica.env, RANK0_ENV: rank0}
             env.setdefault("PYTHONUNBUFFERED", "1")  # lines reach the logs as printed
-            labels = {
-                **common,
-                LABEL_KIND: _KIND_REPLICA,
-                LABEL_ROLE: role.name,
-                LABEL_ROLE_INDEX: str(index),
-                LABEL_REPLICA_ID: str(i),
-                LABEL_RETRY_POLICY: role.retry_policy.value,
-                LABEL_MAX_RETRIES: str(role.max_retries),
-                LABEL_ROLE_SPEC: record,
-            }
+            labels = replica_labels(common, role, index, i, record)
             config = _container_config(replica, name, network, env, labels, mounts, devices, opts)
             containers.append(DockerContainerRequest(name, role.name, i, config))
     return DockerAppRequest(

@@ -6,11 +6,12 @@ import re
 import shlex
 import signal
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from anylaunch.schedulers.common.app_ids import random_suffix
+from anylaunch.specs.api import Role
 from anylaunch.specs.errors import (
     AnylaunchError,
     BackendUnreachableError,
@@ -125,6 +126,41 @@ def make_app_id(app_name: str) -> str:
     """
     cleaned = _UNSAFE.sub("-", app_name.lower()).strip("-")[:_MAX_NAME].strip("-") or "app"
     return f"{cleaned}-{random_suffix()}"
+
+
+def app_labels(
+    app_id: str, app_name: str, session_name: str, cancel_grace_s: float
+) -> dict[str, str]:
+    """The labels every container and the network of an app carry."""
+    return {
+        LABEL_APP_ID: app_id,
+        LABEL_APP_NAME: app_name,
+        LABEL_SESSION: session_name,
+        LABEL_CANCEL_GRACE: str(float(cancel_grace_s)),
+    }
+
+
+def replica_labels(
+    labels: Mapping[str, str], role: Role, role_index: int, replica_id: int, record: str
+) -> dict[str, str]:
+    """The labels of a replica's container: the app's (``labels``) and what describe reads
+    back of the replica (its role, indexes, retry policy and the role's ``record``).
+
+    >>> app = app_labels("a-1", "a", "demo", 5)
+    >>> labels = replica_labels(app, Role("w", "img"), 0, 2, "{}")
+    >>> labels[LABEL_APP_ID], labels[LABEL_KIND], labels[LABEL_REPLICA_ID]
+    ('a-1', 'replica', '2')
+    """
+    return {
+        **labels,
+        LABEL_KIND: _KIND_REPLICA,
+        LABEL_ROLE: role.name,
+        LABEL_ROLE_INDEX: str(role_index),
+        LABEL_REPLICA_ID: str(replica_id),
+        LABEL_RETRY_POLICY: role.retry_policy.value,
+        LABEL_MAX_RETRIES: str(role.max_retries),
+        LABEL_ROLE_SPEC: record,
+    }
 
 
 def _role_label(role_name: str) -> str:
