@@ -434,14 +434,14 @@ def watch(
     Raises:
         Exception: the backend's own error once the status calls kept failing
     """
-    from anylaunch.runner.session import AppSession
+    from anylaunch.runner.session import AppSession, OptionNames
     from anylaunch.runner.watch import Done, Lost, Poll
 
     session = AppSession(
         runner,
         app_handle,
         poll_interval=wait_interval,
-        interval_name="wait_interval",
+        names=OptionNames(interval="wait_interval"),
         cancel_on_timeout=False,
         cancel_on_failure=False,
         logs="off",

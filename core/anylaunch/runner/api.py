@@ -515,7 +515,7 @@ class Runner(Closing):
         Raises:
             AppWaitTimeoutError: ``timeout`` seconds passed first (the app is not cancelled)
         """
-        from anylaunch.runner.session import AppSession
+        from anylaunch.runner.session import AppSession, OptionNames
         from anylaunch.runner.watch import Lost
 
         if timeout is not None:
@@ -524,7 +524,7 @@ class Runner(Closing):
             self,
             app_handle,
             poll_interval=wait_interval,
-            interval_name="wait_interval",
+            names=OptionNames(interval="wait_interval"),
             run_deadline=None if timeout is None else time.time() + timeout,
             cancel_on_timeout=False,  # a plain wait never stops the app
             cancel_on_failure=False,

@@ -51,7 +51,7 @@ import queue
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from anylaunch.runner.driver import cancel_and_wait
 from anylaunch.runner.failures import FailureCategory, decision_category
@@ -85,8 +85,10 @@ if TYPE_CHECKING:
 __all__ = [
     "CANCEL_WAIT_S",
     "DRAIN_TIMEOUT_S",
+    "SECONDS_OPTION_NAMES",
     "AppSession",
     "LogSink",
+    "OptionNames",
     "Outcome",
     "cancel_app",
     "logger_sink",
@@ -133,6 +135,25 @@ def logger_sink(logger: Any) -> LogSink:
         getattr(logger, _LEVEL_METHODS.get(level, "info"))("%s", text)
 
     return sink
+
+
+class OptionNames(NamedTuple):
+    """How a caller names its poll interval and its startup and run timeouts: the session's
+    errors and timeout messages name the caller's own options (the fix a user can apply).
+
+    >>> OptionNames(interval="wait_interval").startup
+    'startup_timeout'
+    """
+
+    interval: str = "poll_interval"
+    startup: str = "startup_timeout"
+    run: str = "run_timeout"
+
+
+#: The names ``Runner.wait``'s policy knows its options by (also the trigger's but one).
+DEFAULT_OPTION_NAMES = OptionNames()
+#: The names of engines whose settings end in ``_s`` (Prefect's job block, Dagster's resource).
+SECONDS_OPTION_NAMES = OptionNames("poll_interval_s", "startup_timeout_s", "run_timeout_s")
 
 
 @dataclass(frozen=True)
@@ -201,10 +222,10 @@ class AppSession:
         already_started: the app is known to have started already
         max_poll_errors: consecutive failed status calls after which the watch is lost
         cancel_on_timeout: cancel the app when a deadline passes
-        option_names: how the caller names the startup and run timeouts (in messages)
+        names: how the caller names the poll interval and the timeouts (in errors and
+            messages)
         cancel_on_failure: cancel the app when the watch is lost (default:
             ``cancel_on_timeout``)
-        interval_name: how the caller names ``poll_interval``, for its error
         secrets: the secrets the caller knows (e.g. the env it launched the app with)
         secret_env_names: env names that are secret besides the built-in patterns
         learn_secrets: read the app's env from its scheduler (one describe) for more secrets;
@@ -242,8 +263,7 @@ class AppSession:
         max_poll_errors: int = DEFAULT_MAX_POLL_ERRORS,
         cancel_on_timeout: bool = True,
         cancel_on_failure: bool | None = None,
-        option_names: tuple[str, str] = ("startup_timeout", "run_timeout"),
-        interval_name: str = "poll_interval",
+        names: OptionNames = DEFAULT_OPTION_NAMES,
         secrets: Redactor | None = None,
         secret_env_names: Iterable[str] = (),
         learn_secrets: bool = False,
@@ -277,8 +297,8 @@ class AppSession:
             cancel_on_failure=cancel_on_timeout if cancel_on_failure is None else cancel_on_failure,
             handle=app_handle,
             already_started=already_started,
-            option_names=option_names,
-            interval_name=interval_name,
+            option_names=(names.startup, names.run),
+            interval_name=names.interval,
         )
         #: the session cancelled the app (an engine's kill handler need not cancel it again)
         self.cancelled = False

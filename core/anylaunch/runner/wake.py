@@ -1,18 +1,20 @@
-"""Waiting between polls on a scheduler's change feed: the one helper every driver uses.
+"""Waiting between polls on a scheduler's change feed: the helpers the session driver
+(:mod:`anylaunch.runner.session`) and the Airflow trigger's shared poller use.
 
 A driver that has decided to poll again in ``after`` seconds (a
-:class:`~anylaunch.runner.watch.Poll` decision) calls :func:`wait_for_change` instead of
-sleeping: it returns as soon as the scheduler's
+:class:`~anylaunch.runner.watch.Poll` decision) waits on the feed of the app's scheduler
+(:func:`change_feed_of`) instead of sleeping: :func:`wait_on_feed` returns as soon as the
 :class:`~anylaunch.schedulers.common.changes.ChangeFeed` says the app may have changed, or after
 ``after`` seconds, whichever is first; a scheduler without a feed just sleeps. The poll that
-follows stays the source of truth. Event-loop drivers (the Airflow trigger, Prefect) wait
-for many apps at once through one :class:`AsyncChangeWaiter`.
+follows stays the source of truth. Event-loop drivers wait for many apps at once through one
+:class:`AsyncChangeWaiter`.
 
 >>> import tempfile
 >>> from anylaunch.runner import get_runner
 >>> with tempfile.TemporaryDirectory() as state, get_runner(state_dir=state) as runner:
-...     first = wait_for_change(runner, "local_cwd://s/nothing-1", 0.0)
-...     first, wait_for_change(runner, "local_cwd://s/nothing-1", 0.0)
+...     feed, app_id = change_feed_of(runner, "local_cwd://s/nothing-1")
+...     first = wait_on_feed(feed, app_id, 0.0)
+...     first, wait_on_feed(feed, app_id, 0.0)
 (True, False)
 
 (The first wait on an app returns at once: a change made before the watch began is not
@@ -40,7 +42,6 @@ __all__ = [
     "await_on_feed",
     "change_feed_of",
     "scheduler_change_feed",
-    "wait_for_change",
     "wait_on_feed",
 ]
 
@@ -63,27 +64,6 @@ def change_feed_of(runner: Runner, app_handle: str) -> tuple[ChangeFeed | None, 
     return scheduler_change_feed(runner, scheduler), app_id
 
 
-def wait_for_change(
-    runner: Runner,
-    app_handle: str,
-    after: float,
-    *,
-    sleep: Callable[[float], None] = time.sleep,
-    tick: Callable[[], None] | None = None,
-    tick_s: float = TICK_S,
-) -> bool:
-    """Waits up to ``after`` seconds for the app to change (per its scheduler's feed); True
-    if woken by a change, False when the time ran out (or the scheduler has no feed: then
-    this is ``sleep(after)``).
-
-    Args:
-        tick: called at least every ``tick_s`` seconds while waiting and once at the end
-            (e.g. to forward the app's log lines from the waiting thread)
-    """
-    feed, app_id = change_feed_of(runner, app_handle)
-    return wait_on_feed(feed, app_id, after, sleep=sleep, tick=tick, tick_s=tick_s)
-
-
 def wait_on_feed(
     feed: ChangeFeed | None,
     app_id: str,
@@ -93,7 +73,12 @@ def wait_on_feed(
     tick: Callable[[], None] | None = None,
     tick_s: float = TICK_S,
 ) -> bool:
-    """:func:`wait_for_change` on a feed already found (None: no feed, sleep).
+    """Waits up to ``after`` seconds for ``app_id`` to change per ``feed``; True if woken by
+    a change, False when the time ran out (``feed`` None: this is ``sleep(after)``).
+
+    Args:
+        tick: called at least every ``tick_s`` seconds while waiting and once at the end
+            (e.g. to forward the app's log lines from the waiting thread)
 
     >>> feed = ManualChangeFeed()
     >>> feed.notify("app-1")

@@ -40,7 +40,7 @@ from airflow_anylaunch._cursor import LogCursor
 
 # imported with the module (the triggerer imports it once), never on the event loop later
 from anylaunch.runner import get_runner
-from anylaunch.runner.session import AppSession, Outcome, cancel_app, logger_sink
+from anylaunch.runner.session import AppSession, OptionNames, Outcome, cancel_app, logger_sink
 from anylaunch.runner.wake import AsyncChangeWaiter, scheduler_change_feed
 from anylaunch.runner.watch import DEFAULT_MAX_POLL_ERRORS, Done, Lost, Poll, PollError
 from anylaunch.specs.api import AppStatus, parse_app_handle
@@ -388,7 +388,7 @@ class AnylaunchAppTrigger(BaseTrigger):
             run_deadline=self.run_deadline,
             max_poll_errors=self.max_poll_errors,
             cancel_on_timeout=self.cancel_on_timeout,
-            option_names=("startup_timeout", "execution_timeout (or run_timeout)"),
+            names=OptionNames(run="execution_timeout (or run_timeout)"),
             # trigger kwargs hold only the secret names (they are stored in the metadata DB):
             # the values come from the app's own description
             secret_env_names=self.secret_env_names or (),

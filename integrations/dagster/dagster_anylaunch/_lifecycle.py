@@ -22,7 +22,7 @@ from anylaunch.runner import Runner, get_runner
 from anylaunch.runner.failures import FailureCategory, retryable
 from anylaunch.runner.outcome import error_details
 from anylaunch.runner.reap import owner_id
-from anylaunch.runner.session import AppSession
+from anylaunch.runner.session import SECONDS_OPTION_NAMES, AppSession
 from anylaunch.specs.api import NONE, AppDef, AppHandle, AppState, AppStatus, Workspace
 from anylaunch.specs.errors import AnylaunchError
 from anylaunch.specs.runopts import CfgVal
@@ -405,8 +405,7 @@ class AppWatch:
                 poll_interval=settings.poll_interval_s,
                 startup_timeout=settings.startup_timeout_s,
                 run_timeout=settings.run_timeout_s,
-                option_names=("startup_timeout_s", "run_timeout_s"),
-                interval_name="poll_interval_s",
+                names=SECONDS_OPTION_NAMES,
                 secrets=self.mask,
                 logs="pump" if settings.stream_logs else "off",
                 replicas=replicas,

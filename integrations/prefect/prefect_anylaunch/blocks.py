@@ -20,7 +20,13 @@ from pydantic import Field, SerializationInfo, field_serializer, field_validator
 
 from anylaunch.runner import Runner, get_runner
 from anylaunch.runner.outcome import masked_status
-from anylaunch.runner.session import AppSession, Outcome, cancel_app, logger_sink
+from anylaunch.runner.session import (
+    SECONDS_OPTION_NAMES,
+    AppSession,
+    Outcome,
+    cancel_app,
+    logger_sink,
+)
 from anylaunch.runner.watch import Lost, RunTimedOut, StartupTimedOut
 from anylaunch.specs.api import (
     AppDef,
@@ -534,8 +540,7 @@ class AnylaunchJobRun(JobRun[dict[str, Any]]):
             startup_timeout=job.startup_timeout_s,
             run_timeout=job.run_timeout_s,
             cancel_on_timeout=job.cancel_on_timeout,
-            option_names=("startup_timeout_s", "run_timeout_s"),
-            interval_name="poll_interval_s",
+            names=SECONDS_OPTION_NAMES,
             secrets=self.redact,
             logs="pump" if job.stream_logs and job.log_roles != [] else "off",
             log_roles=job.log_roles,
