@@ -186,3 +186,20 @@ def test_cancel_app_is_a_no_op_for_an_ended_app(runner: Runner) -> None:
     status = cancel_app(handle, runner=runner)
     assert status is not None and status.state == AppState.SUCCEEDED
     assert not runner.cancel_requested(handle)
+
+
+def test_a_wait_between_polls_wakes_on_the_change_feed(runner: Runner) -> None:
+    """Every driver, the Airflow operator's sync wait included, waits on the scheduler's feed:
+    each pause of 120 s ends as soon as the app changes (local_cwd: inotify on its state), so
+    the whole watch of a 2 s app takes far less than one pause."""
+    from anylaunch.runner.watch import Poll
+
+    handle = runner.run(_app("woken", "import time; time.sleep(2)"), "local_cwd")
+    session = AppSession(runner, handle, poll_interval=120, logs="off")
+    began = time.monotonic()
+    decision = session.step()
+    while decision.kind == "poll":
+        session.pause(Poll(120.0, resync=120.0))
+        decision = session.step()
+    assert decision.kind == "done"
+    assert time.monotonic() - began < 60, "a pause slept on instead of waking on the feed"
