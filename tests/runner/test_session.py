@@ -203,3 +203,53 @@ def test_a_wait_between_polls_wakes_on_the_change_feed(runner: Runner) -> None:
         decision = session.step()
     assert decision.kind == "done"
     assert time.monotonic() - began < 60, "a pause slept on instead of waking on the feed"
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "field"),
+    [
+        ({"sink": "print"}, "sink"),
+        ({"logs": "all"}, "logs"),
+        ({"log_roles": "trainer"}, "log_roles"),
+        ({"log_replicas": [-1]}, "log_replicas"),
+        ({"log_positions": {"w/0": "3"}}, "log_positions"),
+        ({"tail_size": 2.5}, "tail_size"),
+        ({"cancel_wait_s": float("nan")}, "cancel_wait_s"),
+        ({"poll_interval": float("inf")}, "poll_interval"),
+        ({"learn_secrets": "yes"}, "learn_secrets"),
+        ({"secrets": ["s3cr3t-value-123"]}, "secrets"),
+        ({"names": ("a", "b", "c")}, "names"),
+    ],
+)
+def test_bad_arguments_are_refused_naming_the_field(
+    runner: Runner, kwargs: dict[str, object], field: str
+) -> None:
+    from anylaunch.specs.errors import InvalidSpecError
+
+    with pytest.raises(InvalidSpecError, match=f"^{field}=") as err:
+        AppSession(runner, "local_cwd://s/app-1", **kwargs)  # type: ignore[arg-type]
+    assert "Fix:" in str(err.value)
+
+
+def test_cancel_app_and_change_feed_refuse_bad_input(runner: Runner) -> None:
+    from anylaunch.specs.errors import (
+        InvalidSpecError,
+        MalformedAppHandleException,
+        UnknownSchedulerException,
+    )
+
+    with pytest.raises(MalformedAppHandleException):
+        cancel_app("not a handle", runner=runner)
+    with pytest.raises(InvalidSpecError, match=r"^wait_s="):
+        cancel_app("local_cwd://s/app-1", float("nan"), runner=runner)
+    with pytest.raises(UnknownSchedulerException):
+        runner.change_feed(["local_cwd"])  # type: ignore[arg-type]
+
+
+def test_an_outcome_shows_no_secret(runner: Runner) -> None:
+    code = "import os, sys; print(os.environ['API_TOKEN'], file=sys.stderr); sys.exit(2)"
+    handle = runner.run(_app("leaky", code, {"API_TOKEN": SECRET}), "local_cwd")
+    outcome = AppSession(runner, handle, poll_interval=0.2, learn_secrets=True).run()
+    assert outcome.kind == "failed"
+    assert SECRET not in repr(outcome) and SECRET not in outcome.message
+    assert outcome.status is not None and SECRET not in repr(outcome.status)

@@ -640,10 +640,12 @@ class Runner(Closing):
         return opts.cfg_from_str(cfg_str)
 
     def _scheduler(self, scheduler: str) -> Scheduler[Any]:
+        if not isinstance(scheduler, str):  # before any lookup: it may not even be hashable
+            raise UnknownSchedulerException(str(scheduler), self._scheduler_factories)
         sched = self._scheduler_instances.get(scheduler)
         if sched is not None:
             return sched
-        if not isinstance(scheduler, str) or scheduler not in self._scheduler_factories:
+        if scheduler not in self._scheduler_factories:
             raise UnknownSchedulerException(str(scheduler), self._scheduler_factories)
         sched = self._scheduler_factories[scheduler](self._name, **self._scheduler_params)
         self._scheduler_instances[scheduler] = sched

@@ -158,6 +158,9 @@ def status_for_reattach(
         AppBeingCancelledError: the app is still stopping after ``timeout_s``
         Exception: what the cancel call raised (``ended_by_user`` only)
     """
+    from anylaunch.specs.checks import check_type
+
+    check_type("ended_by_user", ended_by_user, bool, "must be True or False", "pass a bool")
     status = runner.status(app_handle)
     if status is None or status.is_terminal():
         return status

@@ -50,13 +50,13 @@ import logging
 import queue
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from anylaunch.runner.driver import cancel_and_wait
 from anylaunch.runner.failures import FailureCategory, decision_category
 from anylaunch.runner.lines import TAIL_LINES, LineBuffer
-from anylaunch.runner.outcome import failure_summary
+from anylaunch.runner.outcome import failure_summary, masked_status
 from anylaunch.runner.wake import (
     AsyncChangeWaiter,
     await_on_feed,
@@ -74,6 +74,8 @@ from anylaunch.runner.watch import (
     WatchPolicy,
 )
 from anylaunch.specs.api import AppStatus, parse_app_handle
+from anylaunch.specs.checks import check_seconds, check_type
+from anylaunch.specs.errors import InvalidSpecError
 from anylaunch.specs.secrets import Redactor, secret_values
 
 if TYPE_CHECKING:
@@ -164,14 +166,14 @@ class Outcome:
         handle: the app
         decision: the policy's final decision
         status: the app's last status (after a cancel, its end status when that was seen;
-            None: the scheduler had no record of it)
+            None: the scheduler had no record of it), secrets masked
         message: the failure summary, secrets masked ("" for an app that succeeded)
         tail: the last log lines seen (masked)
         cancelled: the session cancelled the app (a timeout, or a watch it gave up)
     """
 
     handle: str
-    decision: Decision
+    decision: Decision = field(repr=False)  # holds the unmasked status the policy saw
     status: AppStatus | None
     message: str
     tail: tuple[str, ...] = ()
@@ -282,6 +284,38 @@ class AppSession:
         clock: Callable[[], float] = time.time,
     ) -> None:
         parse_app_handle(app_handle)  # a malformed handle names its fix here
+        _check_arguments(
+            runner=runner,
+            callbacks={
+                "sink": sink,
+                "on_secrets": on_secrets,
+                "on_status": on_status,
+                "on_tick": on_tick,
+                "reader_runner": reader_runner,
+                "clock": clock,
+            },
+            flags={
+                "already_started": already_started,
+                "cancel_on_timeout": cancel_on_timeout,
+                "learn_secrets": learn_secrets,
+            },
+            logs=logs,
+            names={"log_roles": log_roles, "secret_env_names": secret_env_names},
+            log_replicas=log_replicas,
+            log_positions=log_positions,
+            tail_size=tail_size,
+            option_names=names,
+            secrets=secrets,
+        )
+        if cancel_on_failure is not None:
+            check_type(
+                "cancel_on_failure",
+                cancel_on_failure,
+                bool,
+                "must be True, False or None",
+                "pass a bool",
+            )
+        cancel_wait_s = check_seconds("cancel_wait_s", cancel_wait_s, positive=False)
         self.handle = app_handle
         #: the runner of the session's calls (see ``runner`` above)
         self.runner = runner
@@ -599,6 +633,8 @@ class AppSession:
         else:
             headline = self._redact(getattr(decision, "message", ""))
             message = failure_summary(self.handle, last, tail, self._redact, headline=headline)
+        if last is not None and self._redact:  # what the engine shows: never a secret
+            last = masked_status(last, self._redact)
         return Outcome(self.handle, decision, last, message, tuple(tail), self.cancelled)
 
     def act_on(self, decision: Decision, *, own_runner: bool = False) -> AppStatus | None:
@@ -749,6 +785,72 @@ class AppSession:
             self.say(logging.WARNING, f"cannot stream the logs of anylaunch app {self.handle}: {e}")
 
 
+def _check_arguments(
+    *,
+    runner: object,
+    callbacks: Mapping[str, object],
+    flags: Mapping[str, object],
+    logs: object,
+    names: Mapping[str, object],
+    log_replicas: object,
+    log_positions: object,
+    tail_size: object,
+    option_names: object,
+    secrets: object,
+) -> None:
+    """Every argument of :class:`AppSession` checked where it enters, naming the field and the
+    fix (the policy's limits are checked by :class:`WatchPolicy`)."""
+    from anylaunch.runner.api import Runner
+
+    if runner is not None:
+        check_type("runner", runner, Runner, "must be a Runner or None", "pass get_runner()")
+    for field_name, fn in callbacks.items():
+        if fn is not None and not callable(fn):
+            raise InvalidSpecError(
+                field_name, type(fn).__name__, "must be callable or None", "pass a function"
+            )
+    for field_name, flag in flags.items():
+        check_type(field_name, flag, bool, "must be True or False", "pass a bool")
+    if logs not in ("pump", "cursor", "off"):
+        raise InvalidSpecError("logs", logs, "is not a log mode", "use 'pump', 'cursor' or 'off'")
+    for field_name, listed in names.items():
+        if listed is not None and (
+            isinstance(listed, (str, bytes))
+            or not isinstance(listed, Iterable)
+            or not all(isinstance(n, str) and n for n in listed)
+        ):
+            raise InvalidSpecError(
+                field_name, listed, "must be a list of names", "e.g. ['trainer']"
+            )
+    if log_replicas is not None and (
+        isinstance(log_replicas, (str, bytes))
+        or not isinstance(log_replicas, Iterable)
+        or not all(_is_index(k) for k in log_replicas)
+    ):
+        raise InvalidSpecError("log_replicas", log_replicas, "must be replica ids >= 0", "e.g. [0]")
+    if log_positions is not None and (
+        not isinstance(log_positions, Mapping)
+        or not all(isinstance(k, str) and _is_index(v) for k, v in log_positions.items())
+    ):
+        raise InvalidSpecError(
+            "log_positions",
+            log_positions,
+            "must map 'role/replica' to a line count >= 0",
+            "e.g. {'trainer/0': 12}",
+        )
+    if not _is_index(tail_size):
+        raise InvalidSpecError("tail_size", tail_size, "must be a whole number >= 0", "e.g. 20")
+    check_type("names", option_names, OptionNames, "must be an OptionNames", "e.g. OptionNames()")
+    if secrets is not None:
+        check_type(
+            "secrets", secrets, Redactor, "must be a Redactor or None", "e.g. Redactor([...])"
+        )
+
+
+def _is_index(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
 def cancel_app(handle: str, wait_s: float = 0.0, runner: Runner | None = None) -> AppStatus | None:
     """The cancel rule for a caller without a session (a kill handler, a cleanup hook): cancels
     the app unless it ended and waits up to ``wait_s`` for its end; returns its last known
@@ -758,6 +860,8 @@ def cancel_app(handle: str, wait_s: float = 0.0, runner: Runner | None = None) -
     Raises:
         Exception: what the cancel call raised (the app may still run)
     """
+    parse_app_handle(handle)  # a malformed handle names its fix here
+    wait_s = check_seconds("wait_s", wait_s, positive=False)
     if runner is not None:
         return cancel_and_wait(runner, handle, wait_s)
     from anylaunch.runner.api import get_runner
