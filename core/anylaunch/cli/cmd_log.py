@@ -79,8 +79,9 @@ def wait_until_started(runner: Runner, app_handle: str, poll_interval: float = 1
     from anylaunch.specs.errors import UnknownAppException
 
     logger.debug("waiting for %s to start before reading its logs...", app_handle)
-    session = AppSession(runner, app_handle, poll_interval=poll_interval, logs="off")
-    session.cancel_wait_s = 0.0
+    session = AppSession(
+        runner, app_handle, poll_interval=poll_interval, cancel_on_timeout=False, logs="off"
+    )
     decision = session.watch(until_started=True)
     if isinstance(decision, Lost):
         if decision.reason == "vanished":

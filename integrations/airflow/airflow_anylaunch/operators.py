@@ -390,17 +390,11 @@ class AnylaunchOperator(ResumableJobMixin, BaseOperator):
     def _redactor_for(self, app: AppDef | None) -> Redactor:
         """A redactor for the secret env values of ``app`` (the built-in secret names and
         ``secret_env_names``); the values are told to Airflow's own masker as well."""
-        from airflow_anylaunch._compat import mask_secret
-        from anylaunch.specs.secrets import Redactor, secret_values
+        from anylaunch.specs.secrets import app_redactor
 
-        values = [
-            value
-            for role in (app.roles if app is not None else [])
-            for value in secret_values(role.env, self.secret_env_names or ())
-        ]
-        for value in values:
-            mask_secret(value)
-        return Redactor(values)
+        redact = app_redactor(app, self.secret_env_names or ())
+        register_secrets(redact.values)
+        return redact
 
     def _mask(self, text: str) -> str:
         return self._redact(text) if self._redact is not None else text
