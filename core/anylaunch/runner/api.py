@@ -501,6 +501,7 @@ class Runner(Closing):
             structured_error_msg=desc.structured_error_msg,
             ui_url=desc.ui_url,
             roles=desc.roles_statuses,
+            array=desc.array,
         )
 
     def wait(
@@ -542,6 +543,44 @@ class Runner(Closing):
         # the backend kept failing, or failed for good: its own error says why
         assert decision.error is not None
         raise decision.error
+
+    def retry_failed(self, app_handle: AppHandle) -> AppHandle:
+        """Relaunches only the indices of array app ``app_handle`` that failed (or were
+        cancelled), as one new array of the same definition, natively where the backend can
+        (``sbatch --array=3,17,42``). Index ``i`` keeps its ``ANYLAUNCH_ARRAY_INDEX`` and
+        parameters. Returns the new app's handle.
+
+        Raises:
+            InvalidSpecError: the app is not an array, is still running, or no index failed.
+            UnknownAppException: the app no longer exists.
+        """
+        from anylaunch.specs.errors import InvalidSpecError
+
+        sched, app_id = self._scheduler_app_id(app_handle)
+        status = self._to_status(app_handle, sched.describe(app_id))
+        if status is None:
+            raise UnknownAppException(app_handle)
+        if status.array is None:
+            raise InvalidSpecError(
+                "app_handle", app_handle, "is not an array app", "retry arrays only"
+            )
+        if not status.is_terminal():
+            raise InvalidSpecError(
+                "app_handle",
+                app_handle,
+                f"is still {status.state.name} ({status.array.summary()})",
+                "wait for the array to end (Runner.wait) before retrying its failed indices",
+            )
+        failed = status.array.failed()
+        if not failed:
+            raise InvalidSpecError(
+                "app_handle",
+                app_handle,
+                f"has no failed index ({status.array.summary()})",
+                "retry arrays whose indices failed",
+            )
+        new_id = sched.retry_indices(app_id, failed)
+        return make_app_handle(sched.backend, self._name, new_id)
 
     def describe(self, app_handle: AppHandle) -> AppDef | None:
         """Rebuilds the app (as far as the scheduler can) from its handle, or None."""

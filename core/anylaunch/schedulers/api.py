@@ -27,6 +27,7 @@ from anylaunch.specs.api import (
     is_terminal,
     make_app_handle,
 )
+from anylaunch.specs.array_status import ArrayStatus
 from anylaunch.specs.errors import InvalidSpecError
 from anylaunch.specs.runopts import CfgVal, runopts
 from anylaunch.specs.structured_opts import StructuredOpts
@@ -84,6 +85,7 @@ class DescribeAppResponse:
     metadata: dict[str, str] = field(default_factory=dict)
     roles_statuses: list[RoleStatus] = field(default_factory=list)
     roles: list[Role] = field(default_factory=list)
+    array: ArrayStatus | None = None
 
 
 @dataclass
@@ -102,6 +104,11 @@ class Scheduler(abc.ABC, Generic[T]):
     Implementors override the abstract methods; see :class:`StructuredOpts` for typed config.
     ``backend`` names the scheduler in app handles (``{backend}://{session_name}/{app_id}``).
     """
+
+    #: Whether :meth:`submit_dryrun` takes array apps (``AppDef.array``); a scheduler that
+    #: does not says why in :attr:`array_refusal`.
+    supports_arrays: ClassVar[bool] = False
+    array_refusal: ClassVar[str] = "it has no job arrays"
 
     #: The keyword arguments of the registry's factory (``create_scheduler``) that go to the
     #: constructor (see :meth:`from_kwargs`).
@@ -177,6 +184,14 @@ class Scheduler(abc.ABC, Generic[T]):
         ``_submit_dryrun`` and then each role's ``pre_proc`` in order.
         """
         app.validate()
+        if app.array is not None and not self.supports_arrays:
+            raise InvalidSpecError(
+                "AppDef.array",
+                app.array,
+                f"the {self.backend} scheduler does not run arrays: {self.array_refusal}",
+                "submit the array to local_cwd, local_docker, kubernetes, slurm, lsf or "
+                "aws_batch, or run the indices as separate apps",
+            )
         from anylaunch.schedulers.common.roles import check_role_no_nul
 
         for role in app.roles:  # no backend can carry a NUL byte: reject it for all of them
@@ -188,7 +203,34 @@ class Scheduler(abc.ABC, Generic[T]):
         dryrun_info._app = app
         dryrun_info._cfg = resolved
         dryrun_info._scheduler = self.backend
+        if app.array is not None:  # every index's resolved command, after the request
+            from anylaunch.specs.arrays import preview
+
+            request_text = dryrun_info._fmt
+            shown = preview(app)
+            dryrun_info._fmt = lambda request: f"{request_text(request)}\n{shown}"
         return dryrun_info
+
+    def retry_indices(self, app_id: str, indices: Sequence[int]) -> str:
+        """Submits the given indices of array app ``app_id`` again, as one new array of the
+        same definition (natively where the backend can, e.g. ``sbatch --array=3,17``).
+        Returns the new app_id. Prefer ``Runner.retry_failed``.
+
+        Raises:
+            InvalidSpecError: the scheduler cannot retry arrays, the app is not an array, or
+                an index is out of its range.
+        """
+        if not self.supports_arrays:
+            raise InvalidSpecError(
+                "app_handle",
+                app_id,
+                f"the {self.backend} scheduler does not run arrays: {self.array_refusal}",
+                "retry arrays on a scheduler that runs them",
+            )
+        return self._retry_indices(app_id, sorted(set(indices)))
+
+    def _retry_indices(self, app_id: str, indices: Sequence[int]) -> str:
+        raise NotImplementedError(f"{type(self).__name__} runs arrays but cannot retry them")
 
     @abc.abstractmethod
     def _submit_dryrun(self, app: AppDef, cfg: T) -> AppDryRunInfo[object]:

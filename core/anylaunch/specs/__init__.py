@@ -53,6 +53,8 @@ from anylaunch.specs.api import (
     runopt,
     runopts,
 )
+from anylaunch.specs.array_status import ArrayStatus
+from anylaunch.specs.arrays import ArraySpec, sweep
 from anylaunch.specs.errors import AnylaunchError, InvalidSpecError
 from anylaunch.specs.handles import make_app_handle
 from anylaunch.specs.mounts import parse_mounts
@@ -83,6 +85,8 @@ __all__ = [
     "AppState",
     "AppStatus",
     "AppStatusError",
+    "ArraySpec",
+    "ArrayStatus",
     "BindMount",
     "CfgVal",
     "DeviceMount",
@@ -115,4 +119,5 @@ __all__ = [
     "resource",
     "runopt",
     "runopts",
+    "sweep",
 ]

@@ -46,6 +46,8 @@ from anylaunch.specs.tags import resource_tags
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from anylaunch.specs.arrays import ArraySpec
+
 #: MiB in a GiB, for ``Resource(memMB=16 * GiB)``.
 GiB: int = 1024
 
@@ -710,11 +712,14 @@ class AppDef:
         name: application name
         roles: the roles of the app
         metadata: scheduler-specific metadata (treatment varies by scheduler)
+        array: run the app once per index of this :class:`~anylaunch.specs.ArraySpec`, as
+            one job array (see :func:`~anylaunch.specs.sweep`); None runs it once
     """
 
     name: str
     roles: list[Role] = field(default_factory=list)
     metadata: dict[str, Any] = field(default_factory=dict)
+    array: ArraySpec | None = None
 
     def __post_init__(self) -> None:
         if (
@@ -734,6 +739,46 @@ class AppDef:
                 "AppDef.roles", self.roles, "must be a list of Role", "pass roles=[Role(...)]"
             )
         self._check_roles()
+        if self.array is not None:
+            self.validate_array()
+
+    def validate_array(self) -> None:
+        """Checks that an array app has what every backend's native arrays can run: an
+        :class:`ArraySpec` and one role of one replica (each index is that replica).
+
+        >>> from anylaunch.specs import ArraySpec
+        >>> AppDef("a", [Role("r", image=".", num_replicas=2)], array=ArraySpec(4))
+        Traceback (most recent call last):
+        ...
+        anylaunch.specs.errors.InvalidSpecError: Role.num_replicas=2 is invalid: an array runs one replica per index (Slurm, LSF and AWS Batch arrays hold single jobs). Fix: set num_replicas=1 and let the index pick the work (ANYLAUNCH_ARRAY_INDEX)
+        """
+        from anylaunch.specs.arrays import ArraySpec
+
+        if self.array is None:
+            return
+        check_type(
+            "AppDef.array",
+            self.array,
+            ArraySpec,
+            "must be an ArraySpec or None",
+            "pass array=anylaunch.specs.ArraySpec(size, parallelism=...)",
+        )
+        if len(self.roles) > 1:
+            raise InvalidSpecError(
+                "AppDef.roles",
+                [r.name for r in self.roles],
+                "an array app has one role (no backend runs arrays of multi-role jobs)",
+                "keep one role, or run the roles as separate arrays",
+            )
+        for role in self.roles:
+            if role.num_replicas != 1:
+                raise InvalidSpecError(
+                    "Role.num_replicas",
+                    role.num_replicas,
+                    "an array runs one replica per index (Slurm, LSF and AWS Batch arrays "
+                    "hold single jobs)",
+                    "set num_replicas=1 and let the index pick the work (ANYLAUNCH_ARRAY_INDEX)",
+                )
 
     def _check_roles(self) -> None:
         seen: set[str] = set()
@@ -769,3 +814,4 @@ class AppDef:
         self._check_roles()
         for role in self.roles:
             role.validate()
+        self.validate_array()

@@ -42,6 +42,7 @@ from anylaunch.specs.api import (
     VolumeMount,
     Workspace,
 )
+from anylaunch.specs.arrays import ArraySpec
 from anylaunch.specs.checks import check_type
 from anylaunch.specs.errors import InvalidSpecError, did_you_mean
 from anylaunch.specs.mounts import parse_mounts
@@ -55,7 +56,8 @@ __all__ = [
     "role_to_dict",
 ]
 
-_APP_KEYS = ("name", "roles", "metadata")
+_APP_KEYS = ("name", "roles", "metadata", "array")
+_ARRAY_KEYS = ("size", "parallelism", "min_success_ratio", "params", "indices")
 _ROLE_KEYS = tuple(f.name for f in dataclasses.fields(Role))
 _RESOURCE_KEYS = tuple(f.name for f in dataclasses.fields(Resource))
 _MOUNT_TYPES: dict[str, type[BindMount | VolumeMount | DeviceMount]] = {
@@ -316,6 +318,25 @@ def appdef_from_dict(data: Mapping[str, Any]) -> AppDef:
         name=data["name"],
         roles=[_role(i, r) for i, r in enumerate(roles)],
         metadata=_dict("AppDef.metadata", data.get("metadata", {})),
+        array=_array(data.get("array")),
+    )
+
+
+def _array(value: object) -> ArraySpec | None:
+    if value is None:
+        return None
+    data = _mapping("AppDef.array", value)
+    _check_keys("AppDef.array", data, _ARRAY_KEYS, "ArraySpec")
+    if "size" not in data:
+        raise InvalidSpecError("AppDef.array.size", None, "is required", "set size: 20")
+    params = data.get("params") or ()
+    indices = data.get("indices")
+    return ArraySpec(
+        size=data["size"],
+        parallelism=data.get("parallelism"),
+        min_success_ratio=data.get("min_success_ratio", 1.0),
+        params=tuple(params) if isinstance(params, list) else params,
+        indices=tuple(indices) if isinstance(indices, list) else indices,
     )
 
 

@@ -8,13 +8,16 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from enum import IntEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from anylaunch.specs.errors import (
     AnylaunchError,
     InvalidSpecError,
 )
 from anylaunch.specs.markers import NONE
+
+if TYPE_CHECKING:
+    from anylaunch.specs.array_status import ArrayStatus
 
 # ---------------------------------------------------------------------------------------------
 # States and statuses
@@ -156,6 +159,7 @@ class AppStatus:
     structured_error_msg: str = NONE
     ui_url: str | None = None
     roles: list[RoleStatus] = field(default_factory=list)
+    array: ArrayStatus | None = None
 
     def is_terminal(self) -> bool:
         """True once the app has SUCCEEDED, FAILED or been CANCELLED."""
@@ -194,6 +198,7 @@ class AppStatus:
             "structured_error_msg": self.structured_error_msg,
             "ui_url": self.ui_url,
             "roles": [r.to_dict() for r in self.roles],
+            **({"array": self.array.to_dict()} if self.array is not None else {}),
         }
 
     @classmethod
@@ -229,6 +234,9 @@ class AppStatus:
 
     @classmethod
     def _from_dict(cls, data: Mapping[str, Any]) -> AppStatus:
+        from anylaunch.specs.array_status import ArrayStatus
+
+        array = data.get("array")
         return cls(
             state=_state_from(data["state"]),
             num_restarts=int(data.get("num_restarts", 0)),
@@ -252,6 +260,7 @@ class AppStatus:
                 )
                 for r in data.get("roles", [])
             ],
+            array=ArrayStatus.from_dict(array) if array is not None else None,
         )
 
     def to_json(self, filter_roles: Iterable[str] | None = None) -> dict[str, Any]:
