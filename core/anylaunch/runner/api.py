@@ -12,6 +12,7 @@ True
 from __future__ import annotations
 
 import copy
+import dataclasses
 import logging
 import os
 import time
@@ -592,7 +593,20 @@ class Runner(Closing):
             return None
         if desc.roles:
             name = cached.name if cached is not None else app_id
-            return AppDef(name=name, roles=list(desc.roles), metadata=dict(desc.metadata))
+            roles = list(desc.roles)
+            array = None
+            if desc.array is not None:  # an array: what its status says of its spec
+                from anylaunch.specs.arrays import ArraySpec
+
+                roles = [dataclasses.replace(role, num_replicas=1) for role in roles]
+                array = cached.array if cached is not None else None
+                if array is None:
+                    array = ArraySpec(
+                        desc.array.size,
+                        min_success_ratio=desc.array.min_success_ratio,
+                        indices=desc.array.selected,
+                    )
+            return AppDef(name=name, roles=roles, metadata=dict(desc.metadata), array=array)
         if cached is not None:  # the scheduler cannot describe roles: what we submitted
             return copy.deepcopy(cached)
         return AppDef(name=app_id, roles=[], metadata=dict(desc.metadata))

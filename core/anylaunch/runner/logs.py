@@ -35,13 +35,15 @@ from typing import TYPE_CHECKING, TextIO
 from anylaunch.runner.api import Runner
 from anylaunch.runner.lines import format_line
 from anylaunch.schedulers.api import Stream
-from anylaunch.specs.api import parse_app_handle
+from anylaunch.specs.api import AppState, parse_app_handle
 from anylaunch.specs.errors import InvalidSpecError, UnknownAppException, did_you_mean
 
 if TYPE_CHECKING:
     from anylaunch.specs.api import AppStatus
 
-__all__ = ["LineSink", "LogFollower", "LogPump", "find_replicas"]
+__all__ = ["LineSink", "LogFollower", "LogPump", "find_replicas", "started_replicas"]
+
+_NOT_STARTED = (AppState.UNSUBMITTED, AppState.SUBMITTED, AppState.PENDING)
 
 #: A callback that receives each log line: ``(role, replica_id, line)``, the line without its
 #: trailing newline.
@@ -52,6 +54,23 @@ def _check_replica_id(k: object) -> int:
     if isinstance(k, bool) or not isinstance(k, int) or k < 0:
         raise InvalidSpecError("replica_id", k, "must be a replica index >= 0", "e.g. 0")
     return k
+
+
+def started_replicas(status: AppStatus) -> list[tuple[str, int]]:
+    """The ``(role, replica_id)`` pairs of the replicas that have started (running or
+    ended): the ones with a log to read. An array's pending indices have none yet.
+
+    >>> from anylaunch.specs import AppState, AppStatus, ReplicaStatus, RoleStatus
+    >>> reps = [ReplicaStatus(0, AppState.SUCCEEDED, "w", ""), ReplicaStatus(1, AppState.PENDING, "w", "")]
+    >>> started_replicas(AppStatus(AppState.RUNNING, roles=[RoleStatus("w", reps)]))
+    [('w', 0)]
+    """
+    return [
+        (role_status.role, replica.id)
+        for role_status in status.roles
+        for replica in role_status.replicas
+        if replica.state not in _NOT_STARTED
+    ]
 
 
 def find_replicas(
@@ -89,13 +108,18 @@ def find_replicas(
     app = runner.describe(app_handle)
     if app is None:
         raise UnknownAppException(app_handle)
-    counts = {r.name: r.num_replicas for r in app.roles}
-    if not counts:  # some schedulers describe no roles: fall back on the replica statuses
+    ids: dict[str, list[int]] = {
+        # an array's replicas are its indices (one replica per index)
+        r.name: list(app.array.selected) if app.array is not None else list(range(r.num_replicas))
+        for r in app.roles
+    }
+    if not ids:  # some schedulers describe no roles: fall back on the replica statuses
         status = runner.status(app_handle)
         for role_status in status.roles if status else []:
-            counts[role_status.role] = len(role_status.replicas)
+            ids[role_status.role] = [rep.id for rep in role_status.replicas]
+    counts = {name: len(found) for name, found in ids.items()}
     if role is None:
-        return [(name, k) for name, n in counts.items() for k in range(n)]
+        return [(name, k) for name, found in ids.items() for k in found]
     if role not in counts:
         hint = did_you_mean(role, counts).strip()
         raise InvalidSpecError(
@@ -105,14 +129,16 @@ def find_replicas(
             f"use one of: {', '.join(counts) or '(no roles)'}",
         )
     if replica_ids is None:
-        return [(role, k) for k in range(counts[role])]
+        return [(role, k) for k in ids[role]]
     for k in replica_ids:
-        if k >= counts[role]:
+        if k not in ids[role]:
+            from anylaunch.specs.array_status import index_ranges
+
             raise InvalidSpecError(
                 "replica_id",
                 k,
                 f"role {role!r} has {counts[role]} replica(s)",
-                f"use ids 0..{counts[role] - 1}",
+                f"use ids {index_ranges(ids[role]).replace('-', '..')}",
             )
     return [(role, k) for k in replica_ids]
 
@@ -205,22 +231,42 @@ class LogPump:
         self._should_tail = should_tail
         self._streams = streams
         self._lock = threading.Lock()
-        self._threads = [
-            threading.Thread(target=self._pump, args=(role, k), daemon=True, name=f"{role}/{k}")
-            for role, k in replicas
-        ]
+        self._threads: list[threading.Thread] = []
+        self._pumped: set[tuple[str, int]] = set()
+        self._started = False
+        self.add(replicas)
 
     def start(self) -> LogPump:
         """Starts reading every replica; returns self."""
-        for thread in self._threads:
-            thread.start()
+        self._started = True
+        for thread in list(self._threads):
+            if thread.ident is None:
+                thread.start()
         return self
+
+    def add(self, replicas: Iterable[tuple[str, int]]) -> int:
+        """Reads these replicas too (those not read yet), at once if the pump has started:
+        an array's indices join as they start, so that a 1,000-index array holds about as
+        many reader threads as it runs indices at once. Returns how many were added."""
+        added = 0
+        for role, k in replicas:
+            if (role, k) in self._pumped:
+                continue
+            self._pumped.add((role, k))
+            thread = threading.Thread(
+                target=self._pump, args=(role, k), daemon=True, name=f"{role}/{k}"
+            )
+            self._threads.append(thread)
+            added += 1
+            if self._started:
+                thread.start()
+        return added
 
     def join(self, timeout: float | None = None) -> bool:
         """Waits for all readers to finish (at most ``timeout`` seconds; 0 just checks);
         True if they did."""
         deadline = None if timeout is None else time.monotonic() + timeout
-        for thread in self._threads:
+        for thread in list(self._threads):
             # short joins keep the main thread responsive to Ctrl-C
             while thread.is_alive():
                 if deadline is not None and time.monotonic() >= deadline:
@@ -293,8 +339,20 @@ class LogFollower:
         self._broken: set[str] = set()
         self._warned: set[str] = set()
         self._described: list[tuple[str, int]] | None = None
+        # an array's indices read once more after they ended: re-reading 1,000 finished logs
+        # on every poll would cost more than the array's status
+        self._ended: set[str] = set()
+        self._read_out: set[str] = set()
 
     def _targets(self, runner: Runner, handle: str, status: AppStatus) -> list[tuple[str, int]]:
+        if status.array is not None:  # an array: the indices that started and are not read out
+            return [
+                (role, k)
+                for role, k in started_replicas(status)
+                if f"{role}/{k}" not in self._read_out
+                and (self.roles is None or role in self.roles)
+                and (self.replicas is None or k in self.replicas)
+            ]
         found = [(rs.role, rep.id) for rs in status.roles for rep in rs.replicas]
         if not found:  # the scheduler reports no replica statuses: use the app's roles
             if self._described is None:
@@ -355,4 +413,13 @@ class LogFollower:
             finally:
                 _close(lines)
                 self.positions[key] = start + read
+        if status.array is not None:
+            ended = {
+                f"{rs.role}/{rep.id}"
+                for rs in status.roles
+                for rep in rs.replicas
+                if rep.state.is_terminal()
+            }
+            self._read_out |= ended & self._ended  # read at least once since it ended
+            self._ended = ended
         return out

@@ -453,6 +453,7 @@ class AppSession:
         decision = self.observe(observation)
         if self.policy.started:
             self._start_pump()
+            self._pump_started_indices()
         return decision
 
     def learn_secrets(self) -> bool:
@@ -755,6 +756,22 @@ class AppSession:
             )
         self.emit()
 
+    def _pump_started_indices(self) -> None:
+        """Adds the reader of each array index that started since the last step."""
+        status = self.policy.last_status
+        if self._pump is None or not isinstance(status, AppStatus) or status.array is None:
+            return
+        if self._replicas is not None:
+            return
+        from anylaunch.runner.logs import started_replicas
+
+        self._pump.add(
+            (role, k)
+            for role, k in started_replicas(status)
+            if (self._log_roles is None or role in self._log_roles)
+            and (self._log_replicas is None or k in self._log_replicas)
+        )
+
     def _start_pump(self) -> None:
         """Starts the reader threads once the app has started and its secrets are known
         (once: a replica whose log cannot be read is reported, not retried)."""
@@ -765,6 +782,9 @@ class AppSession:
 
         try:
             replicas = self._replicas
+            status = self.policy.last_status
+            if replicas is None and isinstance(status, AppStatus) and status.array is not None:
+                replicas = []  # an array's indices join as they start (_pump_started_indices)
             if replicas is None:
                 replicas = find_replicas(self._runner(), self.handle)
             replicas = [
