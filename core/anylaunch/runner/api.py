@@ -373,6 +373,7 @@ class Runner(Closing):
         app = copy.deepcopy(app)  # the caller's AppDef is never modified
         app.validate()
         sched = self._scheduler(scheduler)
+        sched.check_array_support(app)
         opts = sched.run_opts()
         merged: dict[str, CfgVal] = dict(cfg or {})
         apply(scheduler, merged, opts=opts)

@@ -184,14 +184,7 @@ class Scheduler(abc.ABC, Generic[T]):
         ``_submit_dryrun`` and then each role's ``pre_proc`` in order.
         """
         app.validate()
-        if app.array is not None and not self.supports_arrays:
-            raise InvalidSpecError(
-                "AppDef.array",
-                app.array,
-                f"the {self.backend} scheduler does not run arrays: {self.array_refusal}",
-                "submit the array to local_cwd, local_docker, kubernetes, slurm, lsf or "
-                "aws_batch, or run the indices as separate apps",
-            )
+        self.check_array_support(app)
         from anylaunch.schedulers.common.roles import check_role_no_nul
 
         for role in app.roles:  # no backend can carry a NUL byte: reject it for all of them
@@ -231,6 +224,22 @@ class Scheduler(abc.ABC, Generic[T]):
 
     def _retry_indices(self, app_id: str, indices: Sequence[int]) -> str:
         raise NotImplementedError(f"{type(self).__name__} runs arrays but cannot retry them")
+
+    def check_array_support(self, app: AppDef) -> None:
+        """Refuses an array app (``app.array``) unless this scheduler runs arrays; called
+        before anything costly (a workspace build) and again by :meth:`submit_dryrun`.
+
+        Raises:
+            InvalidSpecError: naming ``AppDef.array``, why, and where arrays run.
+        """
+        if app.array is not None and not self.supports_arrays:
+            raise InvalidSpecError(
+                "AppDef.array",
+                app.array,
+                f"the {self.backend} scheduler does not run arrays: {self.array_refusal}",
+                "submit the array to local_cwd, local_docker, kubernetes, slurm, lsf or "
+                "aws_batch, or run the indices as separate apps",
+            )
 
     @abc.abstractmethod
     def _submit_dryrun(self, app: AppDef, cfg: T) -> AppDryRunInfo[object]:
