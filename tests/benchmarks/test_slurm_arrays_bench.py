@@ -148,7 +148,9 @@ def test_array_vs_separate_apps(
             separate["slurmctld_rpcs_by_watcher"] / max(array["slurmctld_rpcs_by_watcher"], 1), 1
         ),
         "ratio_submissions": separate["submissions"] / max(array["submissions"], 1),
-        "ratio_watcher_cpu": round(separate["watcher_cpu_s"] / max(array["watcher_cpu_s"], 0.01), 1),
+        "ratio_watcher_cpu": round(
+            separate["watcher_cpu_s"] / max(array["watcher_cpu_s"], 0.01), 1
+        ),
     }
     RESULTS.parent.mkdir(exist_ok=True)
     RESULTS.write_text(json.dumps(result, indent=2) + "\n")
