@@ -4,6 +4,11 @@
 #   bash scripts/bench.sh [pytest-args]          the benchmarks in tests/benchmarks (speed of
 #                                                anylaunch's own code, TorchX side by side), as
 #                                                `pytest tests/benchmarks --benchmark-enable`
+#   bash scripts/bench.sh slurm-arrays           a 1,000-index Slurm array against 1,000 separate
+#                                                apps, each watched to the end: submissions,
+#                                                slurmctld RPCs (sdiag), watcher CPU, wall time;
+#                                                writes .benchmarks/slurm_arrays.json (the size:
+#                                                ANYLAUNCH_SLURM_ARRAYS_N, default 1000)
 #   bash scripts/bench.sh engine-scale [N ...]   the engine-scale benchmark (default N: 50 200 500):
 #                                                N deferred Airflow tasks waiting on real jobs at
 #                                                once, anylaunch vs the incumbents, on Kubernetes,
@@ -22,6 +27,18 @@ cd "$(dirname "$0")/.."
 command -v uv >/dev/null 2>&1 || python3 -m pip install --quiet 'uv>=0.5'
 export UV_COMPILE_BYTECODE=1 # the machine sets PYTHONDONTWRITEBYTECODE; imports must stay fast
 run() { uv run --frozen --no-sync "$@"; }
+
+if [ "${1:-}" = slurm-arrays ]; then
+  shift
+  args=("$@")
+  set --  # the provisioning script reads its mode from its arguments
+  uv sync --frozen --all-extras --quiet
+  # shellcheck disable=SC1091
+  . scripts/provision/20-slurm.sh
+  export ANYLAUNCH_SLURM_ARRAYS_BENCH=1
+  exec uv run --frozen --no-sync pytest tests/benchmarks/test_slurm_arrays_bench.py \
+    -p no:cacheprovider -s "${args[@]}"
+fi
 
 if [ "${1:-}" != engine-scale ]; then
   uv sync --frozen --all-extras --quiet

@@ -171,8 +171,11 @@ def _job_script(
     command: list[str],
     in_container: bool,
     mask: bool,
+    array_body: str | None = None,
 ) -> str:
-    """The POSIX sh job script of one replica (every value shell-quoted)."""
+    """The POSIX sh job script of one replica (every value shell-quoted); with
+    ``array_body``, of every element of an array (see :mod:`anylaunch.schedulers.lsf.arrays`):
+    the index's logs go to ``{log_dir}/{LSB_JOBINDEX - 1}`` and ``array_body`` runs it."""
     q = shlex.quote
     assignments = [
         q(f"{k}={'***' if mask and is_secret_env_name(k) else v}") for k, v in env.items()
@@ -181,7 +184,8 @@ def _job_script(
         "#!/bin/sh",
         f"# anylaunch app {app_id}: role {role.name}, replica {replica_id} (job {job_name})",
         f"a={q(app_dir)}",
-        f"d={q(log_dir)}",
+        f"d={q(log_dir)}" + ("/$((LSB_JOBINDEX - 1))" if array_body is not None else ""),
+        *(['mkdir -p "$d" || exit 1'] if array_body is not None else []),
         "# the replica writes to fds 3 and 4: stdout.log and stderr.log get its output as it is,",
         "# combined.log a line at a time (awk writes whole lines, so no line is ever split).",
         "# This shell keeps its own stdout/stderr (LSF's -o/-e files) for its own messages.",
@@ -197,7 +201,9 @@ def _job_script(
         "# every pipe is open at both ends now: the directory can go (nothing left behind)",
         'rm -rf "$f"',
     ]
-    if rank0_name is None:
+    if array_body is not None:
+        lines.append("h=$(hostname) || exit 1")
+    elif rank0_name is None:
         lines += [
             "# rank 0: publish this host for the other replicas",
             "h=$(hostname) || exit 1",
@@ -221,7 +227,10 @@ def _job_script(
         ]
     run = " ".join(["env", *assignments, f'"{RANK0_ENV}=$h"', shlex.join(command)])
     to_logs = ">&3 2>&4 3>&- 4>&-"  # the replica does not inherit fds 3 and 4 themselves
-    if in_container:
+    if array_body is not None:
+        assert workdir is not None
+        lines += [f"cd {q(workdir)} 2>&4 || exit 1", "(", array_body, f") {to_logs}", "rc=$?"]
+    elif in_container:
         container = f"anylaunch-{job_name}"
         lines += [
             f"{run} {to_logs} &",
@@ -304,6 +313,18 @@ def _replica_env(replica: Role) -> dict[str, str]:
 
 
 def _build_request(app: AppDef, opts: LsfOpts, session: str) -> LsfRequest:
+    if app.array is not None:  # one bsub -J "name[1-N]%K" (one role, one replica)
+        from anylaunch.schedulers.lsf.arrays import build_array_request
+
+        common: list[str] = []
+        if opts.lsf_queue:
+            common += ["-q", opts.lsf_queue]
+        if opts.project:
+            common += ["-P", opts.project]
+        common += _resource_options(app.roles[0])
+        return build_array_request(
+            app, opts, session, _jobdir(opts), {"common": common}, _job_script
+        )
     app_id = make_app_id(app.name)
     app_dir = os.path.join(_jobdir(opts), app_id)
     total = sum(role.num_replicas for role in app.roles)

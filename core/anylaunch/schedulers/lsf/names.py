@@ -16,7 +16,8 @@ from anylaunch.specs.structured_opts import StructuredOpts
 BACKEND = "lsf"
 #: The fields ``bjobs -o ... -json`` is asked for.
 BJOBS_FIELDS = (
-    "jobid job_name stat exit_code exit_reason exec_host job_description output_file pend_reason"
+    "jobid jobindex job_name stat exit_code exit_reason exec_host job_description output_file "
+    "pend_reason"
 )
 #: What each LSF job status means for a replica.
 LSF_STATES: dict[str, AppState] = {
@@ -106,6 +107,8 @@ class LsfJob:
     script: str = field(repr=False)
     #: The script with the values of secret-looking env vars masked (for printing).
     display_script: str = field(default="", repr=False)
+    #: For an array: the array indices the job's elements run (element ``i+1`` runs ``i``).
+    indices: tuple[int, ...] = ()
 
     def log_path(self, stream: Stream) -> str:
         """Path of the replica's log of ``stream``."""

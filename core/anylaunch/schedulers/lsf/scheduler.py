@@ -47,6 +47,12 @@ from anylaunch.schedulers.api import (
 from anylaunch.schedulers.common.app_ids import is_valid_app_id
 from anylaunch.schedulers.common.states import role_statuses
 from anylaunch.schedulers.common.tail import follow, iter_lines
+from anylaunch.schedulers.lsf.arrays import (
+    REQUEST_FILE,
+    describe_array,
+    retry_request,
+    save_request,
+)
 from anylaunch.schedulers.lsf.jobs import (
     _build_request,
     _validate_opts,
@@ -101,6 +107,7 @@ class LsfScheduler(Scheduler[Mapping[str, CfgVal]]):
 
     log_timestamps = False  # LSF output files carry no timestamps
     request_type = LsfRequest
+    supports_arrays = True  # one bsub -J "name[1-N]%K" (see anylaunch.schedulers.lsf.arrays)
 
     def __init__(self, session_name: str) -> None:
         super().__init__(BACKEND, session_name)
@@ -241,9 +248,14 @@ class LsfScheduler(Scheduler[Mapping[str, CfgVal]]):
             )
         for job in request.jobs:
             os.makedirs(job.log_dir, exist_ok=True)
-            for stream in Stream:  # empty logs up front: log_iter works from the start
-                with open(job.log_path(stream), "ab"):
-                    pass
+            dirs = [os.path.join(job.log_dir, str(i)) for i in job.indices] or [job.log_dir]
+            for log_dir in dirs:
+                os.makedirs(log_dir, exist_ok=True)
+                for stream in Stream:  # empty logs up front: log_iter works from the start
+                    with open(os.path.join(log_dir, f"{stream.value}.log"), "ab"):
+                        pass
+        if request.jobs and request.jobs[0].indices:
+            save_request(request)
         submitted: list[str] = []
         try:
             failure = self._submit_jobs(bsub, request.jobs, submitted)
@@ -320,6 +332,8 @@ class LsfScheduler(Scheduler[Mapping[str, CfgVal]]):
         if not records:
             return None
         jobs = _latest(records)
+        if jobs[0].array:  # one failed index does not stop the others
+            return describe_array(app_id, jobs)
         state = app_state(r.state for r in jobs)
         live = [r for r in jobs if r.stat not in _FINISHED]
         if state in (AppState.FAILED, AppState.CANCELLED) and live:
@@ -362,7 +376,10 @@ class LsfScheduler(Scheduler[Mapping[str, CfgVal]]):
         apps = []
         for app_id, records in self._all_records().items():
             jobs = _latest(records)
-            state = app_state(r.state for r in jobs)
+            if jobs[0].array:
+                state = describe_array(app_id, jobs).state
+            else:
+                state = app_state(r.state for r in jobs)
             entry = self._list_entry(app_id, state, jobs[0].app_name, jobs[0].session)
             apps.append((min(int(r.job_id) for r in jobs), entry))
         return self._oldest_first(apps)
@@ -378,7 +395,20 @@ class LsfScheduler(Scheduler[Mapping[str, CfgVal]]):
         if not is_valid_app_id(app_id):
             return
         live = [r.job_id for r in _latest(self._app_records(app_id)) if r.stat not in _FINISHED]
-        self._bkill(live)
+        self._bkill(list(dict.fromkeys(live)))  # an array's job id once: bkill ends every element
+
+    def _retry_indices(self, app_id: str, indices: Sequence[int]) -> str:
+        """One new ``bsub`` of the array's job script, with only the elements ``[i+1]``."""
+        records = _latest(self._app_records(app_id)) if is_valid_app_id(app_id) else []
+        if not records or not records[0].array:
+            raise InvalidSpecError(
+                "app_id", app_id, "is not an array app LSF knows", "retry an array app"
+            )
+        app_dir = os.path.dirname(os.path.dirname(records[0].output_file))
+        request = retry_request(
+            os.path.join(app_dir, REQUEST_FILE), records[0].app_name, self.session_name, indices
+        )
+        return self.schedule(AppDryRunInfo(request, format_request))
 
     def _cancel_existing(self, app_id: str) -> None:
         self.cancel(app_id)

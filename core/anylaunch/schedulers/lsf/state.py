@@ -67,6 +67,8 @@ class _Record:
     host: str
     output_file: str
     pend_reason: str
+    array: str = ""
+    """An array element's stored array facts (its replica id is its array index)."""
 
     @property
     def state(self) -> AppState:
@@ -78,6 +80,8 @@ class _Record:
 
     @property
     def log_dir(self) -> str:
+        if self.array:  # {role dir}/lsf-%I.out: each index's logs in {role dir}/{index}
+            return os.path.join(os.path.dirname(self.output_file), str(self.replica_id))
         return os.path.dirname(self.output_file)
 
 
@@ -86,11 +90,19 @@ def _record(raw: Mapping[str, Any]) -> _Record | None:
     if desc is None or not raw.get("JOBID"):
         return None
     host = str(raw.get("EXEC_HOST") or "").split(":")[0]
+    job_id, _, bracket = str(raw["JOBID"]).partition("[")  # 12[3] with LSB_BJOBS_DISPLAY_ENH
+    replica_id = int(desc["replica"])
+    array = desc.get("array", "")
+    if array:  # an element: LSF's index is 1-based
+        index = _element_index(str(raw.get("JOBINDEX") or ""), bracket, str(raw.get("JOB_NAME")))
+        if index is None:
+            return None
+        replica_id = index - 1
     return _Record(
-        job_id=str(raw["JOBID"]),
+        job_id=job_id,
         stat=str(raw.get("STAT", "")),
         role=desc["role"],
-        replica_id=int(desc["replica"]),
+        replica_id=replica_id,
         jobs=int(desc["jobs"]) if desc["jobs"].isdigit() else 0,
         app_id=desc["app"],
         session=desc.get("session", ""),
@@ -100,7 +112,21 @@ def _record(raw: Mapping[str, Any]) -> _Record | None:
         host=host.split("*")[-1],  # "4*hostA" in some outputs
         output_file=str(raw.get("OUTPUT_FILE") or ""),
         pend_reason=str(raw.get("PEND_REASON") or "").strip(),
+        array=array,
     )
+
+
+def _element_index(jobindex: str, bracket: str, name: str) -> int | None:
+    """An array element's (1-based) LSF index: ``JOBINDEX``, else from ``JOBID[IDX]`` or
+    the element's name ``name[IDX]``.
+
+    >>> _element_index("8", "", "a[8]"), _element_index("", "8]", ""), _element_index("", "", "a[8]")
+    (8, 8, 8)
+    """
+    for text in (jobindex, bracket.rstrip("]"), name.rpartition("[")[2].rstrip("]")):
+        if text.strip().isdigit() and int(text) > 0:
+            return int(text)
+    return None
 
 
 def _latest(records: Iterable[_Record]) -> list[_Record]:

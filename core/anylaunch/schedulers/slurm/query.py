@@ -25,8 +25,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from anylaunch.schedulers.common.arrays import read_array_meta
 from anylaunch.specs.api import AppState
-from anylaunch.specs.errors import AnylaunchError
+from anylaunch.specs.array_status import parse_index_ranges
+from anylaunch.specs.errors import AnylaunchError, InvalidSpecError
 
 __all__ = [
     "SLURM_STATES",
@@ -34,12 +36,14 @@ __all__ = [
     "SlurmJob",
     "SlurmQuery",
     "app_state",
+    "array_task_indices",
     "expand_hostlist",
     "get_query",
     "parse_sacct",
     "parse_scontrol",
     "parse_squeue_json",
     "run_slurm",
+    "split_array_name",
 ]
 
 #: Every Slurm job state and the AppState it maps to (``REQUEUED``/``SUSPENDED`` wait to run
@@ -153,6 +157,9 @@ class SlurmJob:
     user_id: int | None = None
     source: str = ""
     """Which command this came from: squeue, scontrol or sacct."""
+    array_task: str = ""
+    """For a task of a job array: its task id (``"7"``), or the task ids a pending record
+    still holds (``"8-19%4"``); empty for other jobs (``leader_id`` is the array's job id)."""
 
     @property
     def app_state(self) -> AppState:
@@ -235,11 +242,16 @@ def parse_squeue_json(text: str) -> list[SlurmJob]:
         if job_id is None:
             continue
         het_id = _num(job.get("het_job_id")) or 0
+        array_id = _num(job.get("array_job_id")) or 0
+        task = _num(job.get("array_task_id"))
+        array_task = ""
+        if array_id:
+            array_task = str(task) if task is not None else str(job.get("array_task_string") or "")
         code, sig = _exit_status(job.get("exit_code"))
         jobs.append(
             SlurmJob(
                 job_id=str(job_id),
-                leader_id=str(het_id or job_id),
+                leader_id=str(het_id or (array_id if array_task else 0) or job_id),
                 offset=(_num(job.get("het_job_offset")) or 0) if het_id else 0,
                 name=str(job.get("name") or ""),
                 state=_state_name(job.get("job_state")),
@@ -252,6 +264,7 @@ def parse_squeue_json(text: str) -> list[SlurmJob]:
                 num_tasks=_num(job.get("tasks")),
                 user_id=_num(job.get("user_id")),
                 source="squeue",
+                array_task=array_task,
             )
         )
     return jobs
@@ -301,12 +314,14 @@ def parse_scontrol(text: str) -> list[SlurmJob]:
         if "JobId" not in fields:
             continue
         het_id = fields.get("HetJobId")
+        array_id = fields.get("ArrayJobId")
+        array_task = fields.get("ArrayTaskId", "") if array_id else ""
         code, sig = _exit_pair(fields.get("ExitCode", ""))
         uid = re.search(r"\((\d+)\)", fields.get("UserId", ""))
         jobs.append(
             SlurmJob(
                 job_id=fields["JobId"],
-                leader_id=het_id or fields["JobId"],
+                leader_id=het_id or (array_id if array_task else None) or fields["JobId"],
                 offset=_int_or_none(fields.get("HetJobOffset")) or 0,
                 name=fields.get("JobName", ""),
                 state=fields.get("JobState", "UNKNOWN"),
@@ -319,6 +334,7 @@ def parse_scontrol(text: str) -> list[SlurmJob]:
                 num_tasks=_int_or_none(fields.get("NumTasks")),
                 user_id=int(uid.group(1)) if uid else None,
                 source="scontrol",
+                array_task=array_task,
             )
         )
     return jobs
@@ -366,11 +382,12 @@ def parse_sacct(text: str) -> list[SlurmJob]:
     for raw in order:
         row = last[raw]
         leader, plus, offset = row[1].partition("+")
+        array_id, underscore, array_task = row[1].partition("_")  # 16_3, 16_[4-9%2]
         code, sig = _exit_pair(row[3])
         jobs.append(
             SlurmJob(
                 job_id=raw,
-                leader_id=leader if plus else raw,
+                leader_id=leader if plus else (array_id if underscore else raw),
                 offset=int(offset) if plus and offset.isdigit() else 0,
                 name=_SACCT_SEP.join(row[9:]),
                 state=row[2],
@@ -383,9 +400,61 @@ def parse_sacct(text: str) -> list[SlurmJob]:
                 num_tasks=tasks.get(raw),
                 user_id=_int_or_none(row[8]),
                 source="sacct",
+                array_task=array_task.strip("[]") if underscore else "",
             )
         )
     return jobs
+
+
+#: The job name of an array app ends with this tag holding :func:`array_meta` (sacct keeps
+#: job names, but not comments unless ``AccountingStoreFlags=job_comment``).
+ARRAY_TAG = re.compile(r" \[anylaunch-array ([^\]]*)\]$")
+
+
+def split_array_name(name: str) -> tuple[str, str | None]:
+    """(job name without the array tag, the array's stored meta or None).
+
+    >>> split_array_name("train:trainer [anylaunch-array size=20;ratio=1.0]")
+    ('train:trainer', 'size=20;ratio=1.0')
+    >>> split_array_name("train:trainer")
+    ('train:trainer', None)
+    """
+    match = ARRAY_TAG.search(name)
+    if match is None:
+        return name, None
+    return name[: match.start()], match.group(1)
+
+
+def array_task_indices(task: str) -> list[int]:
+    """The task ids of one array record (``"7"``, ``"8-19%4"``, ``"[3,5]"``); [] if none.
+
+    >>> array_task_indices("8-10%4"), array_task_indices("7"), array_task_indices("")
+    ([8, 9, 10], [7], [])
+    """
+    if not task or task in ("N/A", "(null)"):
+        return []
+    try:
+        return parse_index_ranges(task)
+    except InvalidSpecError:
+        return []
+
+
+def _array_gaps(records: Sequence[SlurmJob]) -> bool:
+    """Whether the controller's records of an array miss some of its tasks (tasks that
+    ended more than ``MinJobAge`` ago are only in accounting)."""
+    if not records or not any(j.array_task for j in records):
+        return False
+    meta = next((m for j in records if (m := split_array_name(j.name)[1]) is not None), None)
+    if meta is None:
+        return False
+    try:
+        parsed = read_array_meta(meta)
+    except InvalidSpecError:
+        return False
+    wanted = set(parsed.selected if parsed.selected is not None else range(parsed.size))
+    for job in records:
+        wanted.difference_update(array_task_indices(job.array_task))
+    return bool(wanted)
 
 
 def run_slurm(cmd: Sequence[str], timeout: float, stdin: str | None = None) -> str:
@@ -575,8 +644,19 @@ class SlurmQuery:
                 app_id: snapshot.get(app_id) for app_id in app_ids
             }
             gone = [a for a, records in result.items() if records is None]
-            if gone:
-                result.update(self.accounting(gone))
+            # arrays whose finished tasks the controller already forgot: the rest of their
+            # tasks is in accounting (the same one sacct call)
+            partial = [a for a, records in result.items() if records and _array_gaps(records)]
+            if gone or partial:
+                accounted = self.accounting([*gone, *partial])
+                for app_id in gone:
+                    if app_id in accounted:
+                        result[app_id] = accounted[app_id]
+                for app_id in partial:
+                    live = result[app_id] or []
+                    seen = {j.array_task for j in live}
+                    extra = [j for j in accounted.get(app_id, []) if j.array_task not in seen]
+                    result[app_id] = [*live, *extra]
         return result
 
 

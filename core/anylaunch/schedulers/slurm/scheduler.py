@@ -42,6 +42,17 @@ from anylaunch.schedulers.api import (
 )
 from anylaunch.schedulers.common.roles import CONTROL_CHAR
 from anylaunch.schedulers.common.states import aggregate_replica_states
+from anylaunch.schedulers.slurm.arrays import (
+    SCRIPT_NAME,
+    SlurmArrayRequest,
+    array_records,
+    array_request,
+    describe_array,
+    log_indices,
+    retry_script,
+    save_script,
+    tagged,
+)
 from anylaunch.schedulers.slurm.query import (
     SlurmCommandError,
     SlurmJob,
@@ -50,6 +61,7 @@ from anylaunch.schedulers.slurm.query import (
     expand_hostlist,
     get_query,
     run_slurm,
+    split_array_name,
 )
 from anylaunch.schedulers.slurm.request import (
     _MAIL_TYPES,
@@ -104,6 +116,7 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler[Mapping[str, CfgVal]]):
 
     log_timestamps = False  # Slurm's log files carry no timestamps
     request_type = SlurmBatchRequest
+    supports_arrays = True  # one sbatch --array (see anylaunch.schedulers.slurm.arrays)
     factory_kwargs = ("squeue_ttl", "slurm_version")
 
     def __init__(
@@ -244,6 +257,14 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler[Mapping[str, CfgVal]]):
             max_retries=max_retries,
             create_workdir=bool(opts.job_dir),
         )
+        if app.array is not None:  # one role with one replica (AppDef checks it)
+            if max_retries > 0:
+                log.warning(
+                    "an array app is not requeued (max_retries=%d is ignored): rerun its "
+                    "failed indices with Runner.retry_failed",
+                    max_retries,
+                )
+            request = array_request(request, app.roles[0], app.array)
         request.materialize()  # every value must render (e.g. no newline in a flag value)
         return AppDryRunInfo(request, format_request)
 
@@ -301,6 +322,33 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler[Mapping[str, CfgVal]]):
             )
         self._submitted[job_id] = time.monotonic()
         self._workdirs[job_id] = request.workdir
+        if isinstance(request, SlurmArrayRequest):
+            save_script(request, job_id)
+        return job_id
+
+    def _retry_indices(self, app_id: str, indices: Sequence[int]) -> str:
+        """One new ``sbatch`` of the array's script with ``--array=<indices>``."""
+        jobs = self._records(str(app_id))
+        if not jobs:
+            raise InvalidSpecError(
+                "app_id", app_id, "is not known to Slurm", "retry an array that Slurm still knows"
+            )
+        workdir = next((j.workdir for j in jobs if j.workdir), self._workdirs.get(app_id, ""))
+        script = retry_script(str(app_id), jobs, workdir, indices)
+        out = run_slurm(["sbatch", "--parsable"], timeout=120, stdin=script)
+        job_id = out.strip().split(";", 1)[0]
+        if not job_id.isdigit():
+            raise SlurmCommandError(
+                f"sbatch --parsable printed {out.strip()!r} instead of a job id. Fix: check the "
+                "cluster's job_submit plugins and sbatch defaults (SBATCH_* env vars)"
+            )
+        self._submitted[job_id] = time.monotonic()
+        self._workdirs[job_id] = workdir
+        log_dir = os.path.join(workdir, f"slurm-{job_id}")
+        os.makedirs(log_dir, exist_ok=True)
+        fd = os.open(os.path.join(log_dir, SCRIPT_NAME), os.O_WRONLY | os.O_CREAT, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(script)
         return job_id
 
     # --- queries --------------------------------------------------------------------------
@@ -335,8 +383,14 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler[Mapping[str, CfgVal]]):
         for app_id, jobs in snapshot.items():
             if jobs[0].user_id not in (None, uid):
                 continue
-            name = jobs[0].name.rsplit(":", 1)[0] if ":" in jobs[0].name else jobs[0].name
-            found.append(self._list_entry(app_id, _app_state(jobs), name, self.session_name))
+            meta = array_records(jobs)
+            if meta is not None:
+                state = describe_array(app_id, jobs, meta).state
+            else:
+                state = _app_state(jobs)
+            name = split_array_name((tagged(jobs) or jobs[0]).name)[0]
+            name = name.rsplit(":", 1)[0] if ":" in name else name
+            found.append(self._list_entry(app_id, state, name, self.session_name))
         return sorted(found, key=lambda r: int(r.app_id) if r.app_id.isdigit() else 0)
 
     # --- control --------------------------------------------------------------------------
@@ -357,6 +411,10 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler[Mapping[str, CfgVal]]):
         if not jobs:
             return None
         workdir = jobs[0].workdir or self._workdirs.get(str(app_id), "")
+        first = tagged(jobs)
+        if first is not None:
+            role = _role_of(first)
+            return {role: {i: workdir for i in log_indices(jobs)}}
         replicas: dict[str, dict[int, Any] | None] = {}
         for job in jobs:
             n = job.num_tasks
@@ -393,7 +451,8 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler[Mapping[str, CfgVal]]):
 
 
 def _role_of(job: SlurmJob) -> str:
-    return job.name.rsplit(":", 1)[1] if ":" in job.name else job.name
+    name = split_array_name(job.name)[0]
+    return name.rsplit(":", 1)[1] if ":" in name else name
 
 
 def _app_state(jobs: Sequence[SlurmJob]) -> AppState:
@@ -437,6 +496,9 @@ def _unreachable(error: SlurmCommandError) -> BackendUnreachableError:
 
 
 def _describe(app_id: str, jobs: Sequence[SlurmJob]) -> DescribeAppResponse:
+    meta = array_records(jobs)
+    if meta is not None:
+        return describe_array(app_id, jobs, meta)
     state = _app_state(jobs)
     msg = NONE
     if state in (AppState.FAILED, AppState.CANCELLED, AppState.PENDING, AppState.UNKNOWN):

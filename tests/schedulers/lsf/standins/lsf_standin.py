@@ -13,6 +13,10 @@ follow the LSF 10.1 command contract as documented by IBM:
   (``started()``/``done()``/``ended()``/``exit()`` with ``&&``, ``||``, ``!``), ``-H``, ``-K``
   and more that are accepted and recorded. Unknown options, malformed ``-R``/``-gpu``/``-n``/
   ``-env``/``-w`` strings, unknown queues, a missing command: rejected on stderr with exit 255.
+- Job arrays: ``-J "name[1-20]%4"`` (name of ``[A-Za-z0-9._-]``, at most 255 characters,
+  indices 1..MAX_JOB_ARRAY_SIZE), one record per element (``LSB_JOBINDEX``, ``%I``), the
+  ``%K`` limit of running elements; bjobs shows elements as JOBID (``jobindex`` field, name
+  ``name[IDX]``), or ``JOBID[IDX]`` under LSB_BJOBS_DISPLAY_ENH=Y.
 - ``bjobs [-a|-d|-p|-r|-s] [-u U] [-q Q] [-P P] [-J NAME] [-Jd DESC] [-o FORMAT [-json]]
   [-noheader] [JOBID ...]``: ``-o`` fields, JSON ``{"COMMAND":"bjobs","JOBS":n,"RECORDS":[...]}``.
 - ``bkill [-s SIG] [-J NAME] [-q Q] [-u U] [-r] JOBID|"JOBID[i]"|0 ...``: SIGINT and SIGTERM,
@@ -72,6 +76,11 @@ DEFAULT_CONFIG: dict[str, Any] = {
     # what `bjobs -o ... -json` prints when no job matches: "records" (an empty RECORDS list,
     # exit 0) or "message" ("No job found" on stderr, exit 255)
     "json_when_empty": "records",
+    # LSB_BJOBS_DISPLAY_ENH (lsf.conf; also read from the environment): bjobs shows an array
+    # element's JOBID as JOBID[INDEX] instead of JOBID
+    "bjobs_display_enh": False,
+    # MAX_JOB_ARRAY_SIZE (lsb.params): the largest array index
+    "max_job_array_size": 1000,
 }
 
 _UNITS_MB = {
@@ -484,15 +493,21 @@ def _split_env(text: str, bad: LsfError) -> list[str]:
     return items
 
 
-def parse_array(name: str) -> tuple[str, list[int] | None, int | None]:
-    """Splits ``name[1-4,7:2]%2`` into base name, indices and slot limit (non-arrays: None)."""
+def parse_array(name: str, max_size: int = 1000) -> tuple[str, list[int] | None, int | None]:
+    """Splits ``name[1-4,7:2]%2`` into base name, indices and slot limit (non-arrays: None).
+
+    As LSF: the array name is letters, digits, ``.``, ``-`` and ``_``; the whole
+    specification at most 255 characters; indices 1..MAX_JOB_ARRAY_SIZE; the limit >= 1.
+    """
     if len(name) > 4094 or not name:
         raise LsfError("Bad job name. Job not submitted.")
     if "[" not in name and "]" not in name:
         return name, None, None
     m = _ARRAY.match(name)
-    if m is None:
+    if m is None or len(name) > 255 or not re.match(r"^[A-Za-z0-9._-]+$", m.group("base")):
         raise LsfError("Bad job name. Job not submitted.")
+    if m.group("limit") is not None and int(m.group("limit")) < 1:
+        raise LsfError("Bad job array slot limit. Job not submitted.")
     indices: list[int] = []
     for part in m.group("spec").split(","):
         r = re.match(r"^(\d+)(?:-(\d+)(?::(\d+))?)?$", part.strip())
@@ -503,6 +518,11 @@ def parse_array(name: str) -> tuple[str, list[int] | None, int | None]:
         step = int(r.group(3) or 1)
         if start < 1 or end < start or step < 1:
             raise LsfError(f"{part}: Bad job array index list. Job not submitted.")
+        if end > max_size:
+            raise LsfError(
+                f"{part}: The job array index exceeds MAX_JOB_ARRAY_SIZE ({max_size}). "
+                "Job not submitted."
+            )
         indices.extend(range(start, end + 1, step))
     limit = int(m.group("limit")) if m.group("limit") else None
     return m.group("base"), sorted(set(indices)), limit
@@ -688,7 +708,11 @@ def bsub(state: State, argv: list[str]) -> int:
         raise LsfError("-o/-oo and -e/-eo cannot be used together. Job not submitted.")
 
     name = opts.get("-J") or command.strip().splitlines()[0][:4094]
-    base, indices, limit = parse_array(opts["-J"]) if "-J" in opts else (name, None, None)
+    base, indices, limit = (
+        parse_array(opts["-J"], int(config["max_job_array_size"]))
+        if "-J" in opts
+        else (name, None, None)
+    )
 
     with state.lock():
         pend_limit = config["max_pend_jobs"]
@@ -837,15 +861,18 @@ def pend_reason(state: State, job: dict[str, Any]) -> str | None:
     if job["dependency"] and not _Dep(job["dependency"], state).satisfied():
         return "Job dependency condition not satisfied"
     limit = job.get("array_limit")
-    if limit:
-        running = [
-            j
-            for j in state.all_jobs()
-            if j["id"] == job["id"] and j["stat"] in ("RUN", "USUSP", "SSUSP")
-        ]
-        if len(running) >= limit:
-            return "The job array has reached its job slot limit"
+    if limit and _running_elements(state, job) >= limit:
+        return "The job array has reached its job slot limit"
     return None
+
+
+def _running_elements(state: State, job: dict[str, Any]) -> int:
+    """How many elements of ``job``'s array hold a slot (running or suspended)."""
+    return sum(
+        1
+        for j in state.all_jobs()
+        if j["id"] == job["id"] and j["stat"] in ("RUN", "USUSP", "SSUSP")
+    )
 
 
 def job_environment(state: State, job: dict[str, Any], host: str) -> dict[str, str]:
@@ -891,6 +918,8 @@ def run_job(root: str, key: str) -> None:
             def dispatch(j: dict[str, Any]) -> bool:
                 if j["stat"] != "PEND":
                     return False  # killed or held meanwhile
+                if j.get("array_limit") and _running_elements(state, j) >= j["array_limit"]:
+                    return False  # another element took the last slot (checked under the lock)
                 j.update(stat="RUN", start_time=time.time(), pend_reason="")
                 j["exec_host"] = ":".join([host] * j["slots"])
                 return True
@@ -1037,10 +1066,19 @@ def parse_format(text: str) -> tuple[list[str], str]:
     return fields, delimiter
 
 
-def field_value(job: dict[str, Any], name: str) -> str:
+def display_enh(state: State) -> bool:
+    """LSB_BJOBS_DISPLAY_ENH: from the environment, else from cluster.json."""
+    env = os.environ.get("LSB_BJOBS_DISPLAY_ENH")
+    if env is not None:
+        return env.strip().upper() == "Y"
+    return bool(state.config["bjobs_display_enh"])
+
+
+def field_value(job: dict[str, Any], name: str, enh: bool = False) -> str:
     stat = shown_stat(job)
     if name == "jobid":
-        return str(job["id"])
+        is_element = job["display_name"] != job["name"]
+        return f"{job['id']}[{job['index']}]" if enh and is_element else str(job["id"])
     if name == "jobindex":
         return str(job["index"])
     if name == "job_name":
@@ -1094,6 +1132,7 @@ def bjobs(state: State, argv: list[str]) -> int:
         raise LsfError("bjobs: The -json and -noheader options cannot be used together.")
     fields, delimiter = parse_format(values["-o"]) if "-o" in values else ([], " ")
     as_json = "-json" in flags and bool(fields)
+    enh = display_enh(state)
 
     jobs = state.all_jobs()
     errors: list[tuple[str, str]] = []
@@ -1142,7 +1181,7 @@ def bjobs(state: State, argv: list[str]) -> int:
 
     if as_json:
         records: list[dict[str, str]] = [
-            {_FIELDS[f]: field_value(j, f) for f in fields} for j in jobs
+            {_FIELDS[f]: field_value(j, f, enh) for f in fields} for j in jobs
         ]
         records += [{"JOBID": ref, "ERROR": message} for ref, message in errors]
         if not records and state.config["json_when_empty"] == "message" and not refs:
@@ -1171,7 +1210,7 @@ def bjobs(state: State, argv: list[str]) -> int:
     if "-noheader" not in flags:
         print(delimiter.join(_FIELDS[f] for f in fields))
     for j in jobs:
-        print(delimiter.join(field_value(j, f) or "-" for f in fields))
+        print(delimiter.join(field_value(j, f, enh) or "-" for f in fields))
     return FAIL if errors else 0
 
 
