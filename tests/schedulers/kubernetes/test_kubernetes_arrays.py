@@ -5,6 +5,7 @@ in a dryrun and checked against the batch/v1 Job schema of the kubernetes client
 
 from __future__ import annotations
 
+import threading
 from datetime import datetime
 from typing import Any
 
@@ -45,7 +46,8 @@ def check_model(value: Any, type_name: str, path: str = "") -> None:
         for key, item in value.items():
             check_model(item, inner, f"{path}.{key}")
         return
-    scalars = {"str": str, "int": int, "bool": bool, "object": object, "float": (int, float)}
+    scalars: dict[str, Any] = {"str": str, "int": int, "bool": bool, "object": object}
+    scalars["float"] = (int, float)
     if type_name in scalars:
         assert isinstance(value, scalars[type_name]), f"{path}: {value!r} is not {type_name}"
         return
@@ -61,8 +63,11 @@ def test_indexed_job_for_new_servers_fits_the_job_schema() -> None:
     scheduler = KubernetesScheduler("arr")
     app = failing_array_app(BUSYBOX)
     info = scheduler.submit_dryrun(app, {"namespace": "ml", "indexed_job": "yes"})
-    (job,) = info.request.objects
+    request: Any = info.request
+    (job,) = request.objects
     check_model(job, "V1Job")
+    with pytest.raises(AssertionError, match="completionMod is not a field"):  # it does check
+        check_model({"spec": {"completionMod": "Indexed"}}, "V1Job")
     spec = job["spec"]
     assert spec["completionMode"] == "Indexed"
     assert (spec["completions"], spec["parallelism"]) == (SIZE, PARALLELISM)
@@ -80,17 +85,18 @@ def test_indexed_job_for_new_servers_fits_the_job_schema() -> None:
 def _started_finished(pod: dict[str, Any]) -> tuple[datetime, datetime]:
     (status,) = pod["status"]["containerStatuses"]
     term = status["state"]["terminated"]
-    parse = lambda text: datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ")  # noqa: E731
-    return parse(term["startedAt"]), parse(term["finishedAt"])
+    fmt = "%Y-%m-%dT%H:%M:%SZ"
+    return datetime.strptime(term["startedAt"], fmt), datetime.strptime(term["finishedAt"], fmt)
 
 
 def test_fallback_on_the_cluster_runs_at_most_four_and_retries_only_the_failed(
     k8s: KubernetesScheduler, counting_client: CountingClient, kube_namespace: str, kubelet: str
 ) -> None:
     app = failing_array_app(BUSYBOX, resource=Resource(cpu=1, gpu=0, memMB=32))
-    cfg = {"namespace": kube_namespace, "reserved_millicpu": 950}
+    cfg: dict[str, Any] = {"namespace": kube_namespace, "reserved_millicpu": 950}
     info = k8s.submit_dryrun(app, cfg)  # indexed_job=auto: the 1.20 server gets the fallback
-    jobs = info.request.objects
+    request: Any = info.request
+    jobs = request.objects
     assert [j["kind"] for j in jobs] == ["Job"] * SIZE
     assert [j["spec"]["parallelism"] for j in jobs] == [1] * PARALLELISM + [0] * (SIZE - 4)
     assert jobs[3]["spec"]["template"]["spec"]["containers"][0]["command"][-1] == "shard-3"
@@ -100,18 +106,40 @@ def test_fallback_on_the_cluster_runs_at_most_four_and_retries_only_the_failed(
 
     with Runner(k8s.session_name, {"kubernetes": factory}) as runner:
         handle = runner.schedule(info)
-        status = runner.wait(handle, wait_interval=2.0, timeout=TIMEOUT)
+        name = handle.rsplit(":", 1)[1]
+        sampler = KubernetesScheduler(k8s.session_name, client=k8s.client()).client()
+        samples: list[int] = []
+        stop = threading.Event()
+
+        def sample() -> None:  # pods not yet ended, every half second, while the array runs
+            while not stop.wait(0.5):
+                pods = sampler.list("v1", "Pod", kube_namespace, f"{LABEL_APP_ID}={name}")
+                phases = [p.get("status", {}).get("phase") for p in pods]
+                samples.append(sum(ph not in ("Succeeded", "Failed") for ph in phases))
+
+        thread = threading.Thread(target=sample, daemon=True)
+        thread.start()
+        try:
+            status = runner.wait(handle, wait_interval=2.0, timeout=TIMEOUT)
+        finally:
+            stop.set()
+            thread.join()
+        assert samples and max(samples) <= PARALLELISM, samples
         check_failed_array(status)
         assert status is not None and status.array is not None
         assert status.array.exit_codes[FAILING_INDEX] == 1
 
-        # one describe: three list calls (record, Jobs, pods), nothing released any more
+        # a describe: none from the shared watch's cache (the runner's waits use it), three
+        # list calls (record, Jobs, pods) without it; nothing left to release
         counting_client.calls.clear()
         runner.status(handle)
+        assert counting_client.calls == [], counting_client.calls
+        fresh = KubernetesScheduler(k8s.session_name, client=counting_client)
+        described = fresh.describe(handle.split("/", 3)[3])
+        assert described is not None and described.array is not None
         assert len(counting_client.calls) == 3, counting_client.calls
         assert all(c.startswith("GET ") for c in counting_client.calls)
 
-        name = handle.rsplit(":", 1)[1]
         pods = counting_client.list("v1", "Pod", kube_namespace, f"{LABEL_APP_ID}={name}")
         spans = [_started_finished(p) for p in pods]
         assert len(spans) == SIZE
