@@ -32,6 +32,16 @@ from anylaunch.schedulers.api import (
     LogQuery,
 )
 from anylaunch.schedulers.aws import common as aws
+from anylaunch.schedulers.aws.batch_arrays import (
+    SELECTED_PARAM,
+    array_command,
+    array_submit_fields,
+    check_array,
+    child_facts,
+    list_children,
+    meta_of,
+    position_of,
+)
 from anylaunch.schedulers.aws.batch_request import (
     _DESCRIBE_BATCH,
     _QUEUED,
@@ -56,20 +66,36 @@ from anylaunch.schedulers.aws.batch_state import (
     node_groups,
     role_of,
 )
+from anylaunch.schedulers.common.arrays import array_response
 from anylaunch.schedulers.common.roles import check_image_ref
 from anylaunch.specs.api import (
     NONE,
     AppDef,
     AppDryRunInfo,
+    AppState,
     ReplicaStatus,
     RoleStatus,
 )
+from anylaunch.specs.arrays import ArraySpec
 from anylaunch.specs.errors import (
     InvalidRunConfigException,
+    InvalidSpecError,
+    UnknownAppException,
 )
 from anylaunch.specs.runopts import CfgVal, runopts
 
 log: logging.Logger = logging.getLogger(__name__)
+
+#: The fields of a described job definition that register it again.
+_DEFINITION_FIELDS = (
+    "type",
+    "parameters",
+    "containerProperties",
+    "retryStrategy",
+    "propagateTags",
+    "timeout",
+    "platformCapabilities",
+)
 
 __all__ = [
     "AWSBatchScheduler",
@@ -90,6 +116,7 @@ class AWSBatchScheduler(aws.AWSScheduler):
     """
 
     request_type = BatchJobRequest
+    supports_arrays = True
 
     def __init__(self, session_name: str, client: Any = None, log_client: Any = None) -> None:
         super().__init__(BACKEND, session_name, "batch", client, log_client)
@@ -161,6 +188,10 @@ class AWSBatchScheduler(aws.AWSScheduler):
             job_def["containerProperties"] = container_properties(
                 app.roles[0], 0, app_id, False, opts, ulimits, images
             )
+        if app.array is not None:
+            check_array(app.array)
+            array_command(job_def["containerProperties"], app.roles[0], app.array)
+            job_def["parameters"] = {SELECTED_PARAM: "all"}
         job_def["retryStrategy"] = {"attempts": max_retries + 1}
         job_def["propagateTags"] = True
         job_def["tags"] = tags
@@ -171,6 +202,8 @@ class AWSBatchScheduler(aws.AWSScheduler):
             submit["shareIdentifier"] = opts.share_id
         if opts.priority is not None:
             submit["schedulingPriorityOverride"] = opts.priority
+        if app.array is not None:
+            submit.update(array_submit_fields(app.array))
         aws.check_request("batch", "RegisterJobDefinition", job_def)
         aws.check_request("batch", "SubmitJob", {**submit, "jobDefinition": job_name})
         request = BatchJobRequest(app_id, job_name, opts.queue, job_def, submit, images)
@@ -184,7 +217,9 @@ class AWSBatchScheduler(aws.AWSScheduler):
         Raises:
             AWSRequestError: AWS refused the job definition or the job (with its reason).
         """
-        request: BatchJobRequest = self._own_request(dryrun_info)
+        return self._submit_request(self._own_request(dryrun_info))
+
+    def _submit_request(self, request: BatchJobRequest) -> str:
         aws.push_images(request.images_to_push, BACKEND)
         with aws.refused(f"AWS Batch refused job definition {request.job_name}"):
             registered = self.client.register_job_definition(**request.job_definition)
@@ -205,6 +240,30 @@ class AWSBatchScheduler(aws.AWSScheduler):
         self._job_ids[request.app_id] = submitted["jobId"]
         return request.app_id
 
+    def _retry_indices(self, app_id: str, indices: Sequence[int]) -> str:
+        """One new submission of the same job definition (copied under the new job's name)
+        that runs only ``indices``: an array job of that many children, or a plain job for
+        one index. Nothing is submitted when AWS refuses the copy."""
+        job = self._job(app_id)
+        if job is None:
+            raise UnknownAppException(app_id)
+        meta = meta_of(job)
+        if meta is None:
+            raise InvalidSpecError("app_handle", app_id, "is not an array app", "retry arrays")
+        spec = ArraySpec(meta.size, None, meta.min_success_ratio, indices=tuple(indices))
+        found = self.client.describe_job_definitions(jobDefinitions=[job["jobDefinition"]])
+        tags = {k: v for k, v in (job.get("tags") or {}).items() if not k.startswith("aws:")}
+        job_name = aws.make_job_name(tags.get(aws.APP_NAME_TAG, job["jobName"]), 128)
+        job_def = {k: v for k, v in found["jobDefinitions"][0].items() if k in _DEFINITION_FIELDS}
+        job_def.update(jobDefinitionName=job_name, tags=tags)
+        submit: dict[str, Any] = {"jobName": job_name, "jobQueue": job["jobQueue"], "tags": tags}
+        if job.get("shareIdentifier"):
+            submit["shareIdentifier"] = job["shareIdentifier"]
+        submit.update(array_submit_fields(spec))
+        queue = short_queue_name(str(job["jobQueue"]))
+        request = BatchJobRequest(f"{queue}:{job_name}", job_name, queue, job_def, submit)
+        return self._submit_request(request)
+
     # --- finding jobs ---------------------------------------------------------------------
 
     def _job_id(self, app_id: str) -> str | None:
@@ -223,7 +282,12 @@ class AWSBatchScheduler(aws.AWSScheduler):
             if aws.is_client_error(e, "ClientException"):
                 return None  # no such queue
             raise
-        found = [s for s in found if s.get("jobName") == name]
+        # moto lists array children (JOBID:N) in their queue too; AWS Batch does not
+        found = [
+            s
+            for s in found
+            if s.get("jobName") == name and position_of(str(s.get("jobId", ""))) is None
+        ]
         if not found:
             return None
         job_id = str(max(found, key=lambda s: s.get("createdAt", 0))["jobId"])
@@ -269,8 +333,33 @@ class AWSBatchScheduler(aws.AWSScheduler):
         result: dict[str, DescribeAppResponse | None] = {}
         for app_id, job_id in job_ids.items():
             job = jobs.get(job_id) if job_id else None
-            result[app_id] = None if job is None else self._response(app_id, job, nodes, now)
+            if job is None:
+                result[app_id] = None
+            elif meta_of(job) is not None:
+                result[app_id] = self._array_response(app_id, job, now)
+            else:
+                result[app_id] = self._response(app_id, job, nodes, now)
         return result
+
+    def _array_response(self, app_id: str, job: dict[str, Any], now: float) -> DescribeAppResponse:
+        """An array app: one replica per index, from the children of the array job (see
+        :mod:`~anylaunch.schedulers.aws.batch_arrays` for the calls this costs)."""
+        meta = meta_of(job)
+        assert meta is not None
+        response = self._response(app_id, job, {}, now)
+        children = list_children(self.client, job) if job.get("arrayProperties") else []
+        role_name = response.roles[0].name if response.roles else "group0"
+        found = array_response(meta, role_name, child_facts(meta, job, children))
+        parent_state, parent_msg, _ = job_state(job, now)
+        state, msg = found.state, found.msg
+        if parent_msg.startswith(TIMEOUT_REASON):  # the parent waited past startup_timeout
+            state, msg = AppState.FAILED, f"{parent_msg}; {msg}"
+        elif parent_state == AppState.CANCELLED and not state.is_terminal():
+            msg = f"cancel requested; {msg}"
+        response.state, response.msg = state, msg
+        response.roles_statuses = found.roles_statuses
+        response.array = found.array
+        return response
 
     def _response(
         self, app_id: str, job: dict[str, Any], nodes: Mapping[str, dict[str, Any]], now: float
@@ -377,6 +466,21 @@ class AWSBatchScheduler(aws.AWSScheduler):
         job = self._job(app_id)
         if job is None:
             return None
+        meta = meta_of(job)
+        if meta is not None:  # replica id = array index; child JOBID:POSITION runs it
+            picked = meta.selected if meta.selected is not None else tuple(range(meta.size))
+            ((name, _, _, container),) = node_groups(job)
+            many = bool((job.get("arrayProperties") or {}).get("size"))
+            return {
+                name: {
+                    index: (
+                        {**job, "jobId": f"{job['jobId']}:{pos}" if many else job["jobId"]},
+                        0,
+                        container,
+                    )
+                    for pos, index in enumerate(picked)
+                }
+            }
         return {
             name: {k: (job, start + k, container) for k in range(end - start + 1)}
             for name, start, end, container in node_groups(job)

@@ -208,6 +208,11 @@ class AWSSageMakerScheduler(aws.AWSScheduler):
     """
 
     request_type = SageMakerJobRequest
+    array_refusal = (
+        "a training job is one job with no array form, so N indices would be N "
+        "CreateTrainingJob calls, N jobs to poll and N sets of logs, which is the fan-out "
+        "arrays avoid (and each job is billed its own startup); run the array on aws_batch"
+    )
 
     def __init__(self, session_name: str, client: Any = None, log_client: Any = None) -> None:
         super().__init__(BACKEND, session_name, "sagemaker", client, log_client)

@@ -121,6 +121,11 @@ class KubernetesMCADScheduler(KubernetesSchedulerBase):
     :class:`KubernetesSchedulerBase`)."""
 
     backend_name = BACKEND
+    array_refusal = (
+        "an AppWrapper is admitted and dispatched as one gang (all of its pods or none), "
+        "while an array's indices must start and fail on their own, at most K at once; "
+        "run the array with the kubernetes scheduler (same cluster, jobs mode)"
+    )
     opts_class = KubernetesMCADOpts
     pod_overlay_namespaces = ("kubernetes", BACKEND)
 

@@ -45,24 +45,34 @@ True
 
 from __future__ import annotations
 
+import json
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from anylaunch.schedulers.api import CANCEL_REQUESTED, DescribeAppResponse
+from anylaunch.schedulers.common.arrays import IndexFacts, array_meta, array_response
+from anylaunch.schedulers.common.roles import role_from_record
+from anylaunch.schedulers.kubernetes import arrays
 from anylaunch.schedulers.kubernetes.common import (
     KubernetesSchedulerBase,
     utc_now,
 )
 from anylaunch.schedulers.kubernetes.names import (
+    ANNOTATION_CANCELLED,
     ANNOTATION_RECORD,
     ANNOTATION_STOPPED,
+    APP_LABEL_KEYS,
+    LABEL_APP_ID,
     RECORD_ANNOTATION_MAX,
     KubernetesCommonOpts,
     make_app_name,
+    parse_app_id,
     role_dns_names,
 )
-from anylaunch.schedulers.kubernetes.pods import apply_overlays
-from anylaunch.schedulers.kubernetes.record import CONFIGMAP
+from anylaunch.schedulers.kubernetes.pods import PodOptions, apply_overlays
+from anylaunch.schedulers.kubernetes.record import CONFIGMAP, record_configmap, record_data
 from anylaunch.schedulers.kubernetes.request import (
     RANK0_IP_PLACEHOLDER,
     KubernetesRequest,
@@ -77,8 +87,9 @@ from anylaunch.schedulers.kubernetes.state import (
     pod_replica_state,
     replica_pods_of,
 )
-from anylaunch.specs.api import AppDef, AppState, RetryPolicy, Role
-from anylaunch.specs.errors import InvalidRunConfigException
+from anylaunch.specs.api import NONE, AppDef, AppDryRunInfo, AppState, RetryPolicy, Role
+from anylaunch.specs.arrays import ArraySpec
+from anylaunch.specs.errors import InvalidRunConfigException, InvalidSpecError, UnknownAppException
 
 __all__ = [
     "JOB_OVERLAY_BLOCKLIST",
@@ -129,6 +140,9 @@ class KubernetesOpts(KubernetesCommonOpts):
     rank0_timeout: float = 300.0
     """Seconds submission waits for the rank-0 pod's IP with rank0_host=pod_ip."""
 
+    indexed_job: str = "auto"
+    """Array apps (jobs mode): auto runs one Indexed Job on API servers >= 1.29 (asked at dryrun) and one Job per index below; yes or no decide without asking (offline dryruns)."""
+
     def check(self) -> None:
         """Raises InvalidRunConfigException for values no cluster accepts."""
         super().check()
@@ -154,6 +168,10 @@ class KubernetesOpts(KubernetesCommonOpts):
                 "Volcano creates all pods at once, so no pod can be told the rank-0 IP",
                 "use rank0_host=dns with mode=volcano",
             )
+        if self.indexed_job not in ("auto", "yes", "no"):
+            raise InvalidRunConfigException(
+                "indexed_job", self.indexed_job, "is not auto, yes or no", "use auto, yes or no"
+            )
         if not self.rank0_timeout > 0:
             raise InvalidRunConfigException(
                 "rank0_timeout", self.rank0_timeout, "must be > 0", "e.g. 300"
@@ -167,6 +185,7 @@ class KubernetesScheduler(KubernetesSchedulerBase):
 
     backend_name = BACKEND
     opts_class = KubernetesOpts
+    supports_arrays = True
     # jobs mode keeps the record on the rank-0 Job (record ConfigMaps come first)
     record_kinds = (CONFIGMAP, ("batch/v1", "Job"))
 
@@ -183,6 +202,8 @@ class KubernetesScheduler(KubernetesSchedulerBase):
         return self._render_jobs(app, opts)
 
     def _render_jobs(self, app: AppDef, opts: KubernetesOpts) -> KubernetesRequest:
+        if app.array is not None:
+            return self._render_array(app, opts)
         name = make_app_name(app.name)
         namespace = opts.namespace
         labels = app_labels(BACKEND, "jobs", name, app.name)
@@ -240,6 +261,44 @@ class KubernetesScheduler(KubernetesSchedulerBase):
             rank0_index=rank0_index,
             rank0_timeout=opts.rank0_timeout,
         )
+
+    def _render_array(self, app: AppDef, opts: KubernetesOpts) -> KubernetesRequest:
+        """An array app (see :mod:`~anylaunch.schedulers.kubernetes.arrays`): one Indexed
+        Job, or one Job per index; the record (with the array's facts) on the first."""
+        assert app.array is not None
+        if opts.mode != "jobs":
+            raise InvalidRunConfigException(
+                "mode", opts.mode, "array apps run in jobs mode", "use mode=jobs"
+            )
+        indexed = opts.indexed_job == "yes" or (
+            opts.indexed_job == "auto" and self._server_runs_indexed()
+        )
+        name = make_app_name(app.name)
+        labels = app_labels(BACKEND, "jobs", name, app.name)
+        role_label = role_dns_names(app)[0]
+        options = PodOptions.from_opts(opts)
+        build = arrays.indexed_job if indexed else arrays.fallback_jobs
+        found = build(app, options, opts.namespace, name, labels, role_label, JOB_OVERLAY_BLOCKLIST)
+        jobs = [found] if isinstance(found, dict) else found
+        data = json.loads(self._record_payload(app, "jobs"))
+        data["array"] = arrays.array_data(app.array, indexed)
+        payload = arrays.dumps(data)
+        objects: list[dict[str, Any]] = []
+        if len(payload) > RECORD_ANNOTATION_MAX:
+            objects.append(
+                record_configmap(payload, namespace=opts.namespace, name=name, labels=labels)
+            )
+        else:
+            jobs[0]["metadata"].setdefault("annotations", {})[ANNOTATION_RECORD] = payload
+        return KubernetesRequest(BACKEND, "jobs", opts.namespace, name, objects + jobs)
+
+    def _server_runs_indexed(self) -> bool:
+        """Whether the API server's version runs arrays as one Indexed Job (asked once)."""
+        if self._indexed is None:
+            self._indexed = arrays.indexed_supported(self.client().request("GET", "/version"))
+        return self._indexed
+
+    _indexed: bool | None = None
 
     def _render_volcano(self, app: AppDef, opts: KubernetesOpts) -> KubernetesRequest:
         name = make_app_name(app.name)
@@ -317,6 +376,153 @@ class KubernetesScheduler(KubernetesSchedulerBase):
             {"metadata": {"annotations": {ANNOTATION_STOPPED: f"{utc_now()} {failed}"}}},
         )
 
+    # --- arrays (see anylaunch.schedulers.kubernetes.arrays) ----------------------------
+
+    def _describe_view(self, namespace: str, view: AppView) -> DescribeAppResponse:
+        data = record_data(view.record)
+        found = arrays.read_array_data(data)
+        if found is None:
+            return super()._describe_view(namespace, view)
+        meta, limit, indexed = found
+        roles = [role_from_record(r) for r in data.get("roles", [])]
+        label = str(data.get("role_labels", {}).get(roles[0].name, roles[0].name))
+        cancelled = ANNOTATION_CANCELLED in (view.record["metadata"].get("annotations") or {})
+        picked = meta.selected if meta.selected is not None else tuple(range(meta.size))
+        facts: dict[int, IndexFacts] = {}
+        restarts = 0
+        if indexed:
+            job = newest(view.workloads)
+            status = (job or {}).get("status") or {}
+            done = set(arrays.positions(status.get("completedIndexes")))
+            failed = set(arrays.positions(status.get("failedIndexes")))
+            by_position = arrays.by_completion_index(view.pods)
+            for position, index in enumerate(picked):
+                pod = newest(by_position.get(position, []))
+                state, msg = pod_replica_state(pod) if pod else (AppState.PENDING, "")
+                if position in done:
+                    state = AppState.SUCCEEDED
+                elif position in failed:
+                    state = AppState.FAILED
+                elif state == AppState.FAILED:
+                    state, msg = AppState.PENDING, f"retrying after {msg or 'a failure'}"
+                name = pod["metadata"]["name"] if pod else ""
+                facts[index] = IndexFacts(state, arrays.exit_code(pod), name, msg or NONE)
+        else:
+            jobs = group_by_replica(view.workloads)
+            pods = group_by_replica(view.pods)
+            ordered = []
+            for index in picked:
+                job = newest(jobs.get((label, index), []))
+                if job is None:
+                    continue
+                ordered.append(job)
+                pod = newest(pods.get((label, index), []))
+                rep = _job_replica(label, index, job, pod)
+                if rep.state == AppState.SUBMITTED and not arrays.released(job):
+                    rep.state, rep.msg = AppState.PENDING, "waiting for a free slot"
+                restarts = max(restarts, rep.restarts)
+                facts[index] = IndexFacts(
+                    rep.state, arrays.exit_code(pod), rep.pod, rep.msg or NONE
+                )
+            if not cancelled:
+                self._release(namespace, arrays.to_release(ordered, limit))
+        if cancelled:
+            for index in picked:
+                fact = facts.setdefault(index, IndexFacts(AppState.CANCELLED))
+                if not fact.state.is_terminal():
+                    fact.state = AppState.CANCELLED
+        result = array_response(meta, roles[0].name, facts)
+        metadata = {"namespace": namespace, "name": view.app, "mode": view.mode}
+        metadata["session"] = str(data.get("session", ""))
+        if cancelled:
+            metadata[CANCEL_REQUESTED] = "true"
+        return DescribeAppResponse(
+            app_id=f"{namespace}:{view.app}",
+            state=result.state,
+            num_restarts=restarts,
+            msg=result.msg,
+            metadata=metadata,
+            roles_statuses=result.roles_statuses,
+            roles=roles,
+            array=result.array,
+        )
+
+    def _release(self, namespace: str, names: Sequence[str]) -> None:
+        """Lets held Jobs of an array run (``parallelism: 1``)."""
+        for name in names:
+            self.client().patch("batch/v1", "Job", namespace, name, {"spec": {"parallelism": 1}})
+
+    def _log_replicas(self, app_id: str) -> dict[str, dict[int, Any]] | None:
+        found = super()._log_replicas(app_id)
+        parsed = parse_app_id(app_id)
+        view = None if found is None or parsed is None else self._find_record(*parsed)
+        array = None if view is None else arrays.read_array_data(record_data(view.record))
+        if found is None or array is None:
+            return found
+        meta = array[0]
+        picked = meta.selected if meta.selected is not None else tuple(range(meta.size))
+        ((role_name, replicas),) = found.items()
+        return {role_name: {index: replicas[0] for index in picked}}
+
+    def _retry_indices(self, app_id: str, indices: Sequence[int]) -> str:
+        """A new array of the same Jobs (copied from the cluster, so pod specs and secret
+        values are exactly the first run's) running only ``indices``; created all or
+        nothing."""
+        parsed = parse_app_id(app_id)
+        views = self._listed_views(parsed[0], [parsed[1]]) if parsed else {}
+        view = views.get(parsed[1]) if parsed else None
+        if parsed is None or view is None:
+            raise UnknownAppException(app_id)
+        namespace, old = parsed
+        data = record_data(view.record)
+        found = arrays.read_array_data(data)
+        if found is None:
+            raise InvalidSpecError("app_handle", app_id, "is not an array app", "retry arrays")
+        meta, limit, indexed = found
+        spec = ArraySpec(meta.size, None, meta.min_success_ratio, indices=tuple(indices))
+        roles = [role_from_record(r) for r in data.get("roles", [])]
+        label = str(data.get("role_labels", {}).get(roles[0].name, roles[0].name))
+        name = make_app_name(str(data.get("name", old)))
+        labels = {**(view.record["metadata"].get("labels") or {}), LABEL_APP_ID: name}
+        labels = {k: v for k, v in labels.items() if k in APP_LABEL_KEYS}
+        if indexed:
+            job = newest(view.workloads)
+            if job is None:
+                raise InvalidSpecError(
+                    "app_handle", app_id, "has no Job left to copy", "retry before deleting it"
+                )
+            copy = arrays.retry_job(
+                job,
+                f"{name}-{label}",
+                labels,
+                {"completions": len(indices), "parallelism": min(limit, len(indices))},
+            )
+            for container in copy["spec"]["template"]["spec"]["containers"]:
+                for var in container.get("env") or []:
+                    if var.get("name") == arrays.SELECTED_ENV:
+                        var["value"] = " ".join(map(str, spec.selected))
+            jobs = [copy]
+        else:
+            by_index = group_by_replica(view.workloads)
+            jobs = []
+            for position, index in enumerate(spec.selected):
+                job = newest(by_index.get((label, index), []))
+                if job is None:
+                    raise InvalidSpecError(
+                        "indices", index, "has no Job left to copy", "retry before deleting it"
+                    )
+                parallelism = 1 if position < limit else 0
+                jobs.append(
+                    arrays.retry_job(
+                        job, f"{name}-{label}-{index}", labels, {"parallelism": parallelism}
+                    )
+                )
+        data.update(name=data.get("name", old), created=time.time())
+        data["array"] = {**data["array"], "meta": array_meta(spec)}
+        jobs[0]["metadata"]["annotations"] = {ANNOTATION_RECORD: arrays.dumps(data)}
+        request = KubernetesRequest(BACKEND, "jobs", namespace, name, jobs)
+        return self.schedule(AppDryRunInfo(request, str))
+
 
 def _stopped_msg(view: AppView) -> str:
     annotations = view.record["metadata"].get("annotations") or {}
@@ -339,31 +545,37 @@ def _job_replicas(
     replicas: list[ReplicaView] = []
     for label, i, pod in replica_pods_of(view, roles, role_labels):
         job = newest(jobs.get((label, i), []))
-        if job is None:
-            continue
-        status = job.get("status", {})
-        failures = int(status.get("failed", 0))
-        backoff = int(job.get("spec", {}).get("backoffLimit", 6))
-        finished = _job_condition(job)
-        pod_name = pod["metadata"]["name"] if pod is not None else ""
-        msg = ""
-        if finished is not None and finished[0] == "Complete":
-            state = AppState.SUCCEEDED
-        elif finished is not None:
-            state = AppState.FAILED
-            cond = finished[1]
-            pod_state, pod_msg = pod_replica_state(pod) if pod is not None else (None, "")
-            msg = pod_msg if pod_state == AppState.FAILED and pod_msg else ""
-            msg = msg or f"{cond.get('reason', '')}: {cond.get('message', '')}".strip(": ")
-        elif pod is None:
-            state = AppState.SUBMITTED
-        else:
-            state, msg = pod_replica_state(pod)
-            if state == AppState.FAILED and failures <= backoff:
-                state, msg = AppState.PENDING, f"retrying after {msg or 'a failure'}"
-        restarts = failures - (1 if state == AppState.FAILED and failures else 0)
-        replicas.append(ReplicaView(label, i, state, msg, pod_name, max(restarts, 0)))
+        if job is not None:
+            replicas.append(_job_replica(label, i, job, pod))
     return replicas
+
+
+def _job_replica(
+    label: str, i: int, job: Mapping[str, Any], pod: Mapping[str, Any] | None
+) -> ReplicaView:
+    """One replica (jobs mode) from its Job and its newest pod."""
+    status = job.get("status", {})
+    failures = int(status.get("failed", 0))
+    backoff = int(job.get("spec", {}).get("backoffLimit", 6))
+    finished = _job_condition(job)
+    pod_name = pod["metadata"]["name"] if pod is not None else ""
+    msg = ""
+    if finished is not None and finished[0] == "Complete":
+        state = AppState.SUCCEEDED
+    elif finished is not None:
+        state = AppState.FAILED
+        cond = finished[1]
+        pod_state, pod_msg = pod_replica_state(pod) if pod is not None else (None, "")
+        msg = pod_msg if pod_state == AppState.FAILED and pod_msg else ""
+        msg = msg or f"{cond.get('reason', '')}: {cond.get('message', '')}".strip(": ")
+    elif pod is None:
+        state = AppState.SUBMITTED
+    else:
+        state, msg = pod_replica_state(pod)
+        if state == AppState.FAILED and failures <= backoff:
+            state, msg = AppState.PENDING, f"retrying after {msg or 'a failure'}"
+    restarts = failures - (1 if state == AppState.FAILED and failures else 0)
+    return ReplicaView(label, i, state, msg, pod_name, max(restarts, 0))
 
 
 def _volcano_replicas(
