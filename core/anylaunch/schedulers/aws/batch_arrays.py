@@ -39,6 +39,7 @@ from anylaunch.schedulers.common.arrays import (
     array_meta,
     index_script,
     read_array_meta,
+    select_by_position,
 )
 from anylaunch.specs.api import AppState, Role
 from anylaunch.specs.arrays import ArraySpec, substitute_shell_refs
@@ -75,14 +76,7 @@ anylaunch_slot=${AWS_BATCH_JOB_ARRAY_INDEX:-}
 if [ -z "$anylaunch_slot" ]; then
   case "${AWS_BATCH_JOB_ID:-}" in *:*) anylaunch_slot=${AWS_BATCH_JOB_ID##*:} ;; *) anylaunch_slot=0 ;; esac
 fi
-if [ "$1" != all ]; then
-  set -f; set -- $1
-  if [ "$anylaunch_slot" -ge "$#" ]; then
-    echo "anylaunch: no index at array position $anylaunch_slot" >&2; exit 97
-  fi
-  shift "$anylaunch_slot"; anylaunch_slot=$1
-fi
-"""
+""" + select_by_position("$1")
 
 
 def check_array(array: ArraySpec) -> None:

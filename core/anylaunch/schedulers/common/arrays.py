@@ -33,6 +33,7 @@ __all__ = [
     "index_prelude",
     "index_script",
     "read_array_meta",
+    "select_by_position",
     "shell_word",
 ]
 
@@ -56,6 +57,30 @@ def shell_word(text: str) -> str:
     if last < len(text) or not parts:
         parts.append(shlex.quote(text[last:]))
     return "".join(parts)
+
+
+def select_by_position(selected_expr: str) -> str:
+    """Shell lines that turn ``$anylaunch_slot`` (the task's 0-based position in a
+    submission) into the array index at that position of the space-separated list
+    ``selected_expr`` expands to, unless it is ``all`` (the position is then the index): for
+    backends whose one definition serves the whole array and a retry's subset alike, the
+    subset passed at submission (a job parameter, an env var).
+
+    >>> import subprocess
+    >>> script = "anylaunch_slot=$2; " + select_by_position('$1') + 'echo "$anylaunch_slot"'
+    >>> [subprocess.run(["sh", "-c", script, "sh", sel, pos], capture_output=True,
+    ...                 text=True).stdout.strip() for sel, pos in [("all", "5"), ("3 17", "1")]]
+    ['5', '17']
+    """
+    return (
+        f'if [ "{selected_expr}" != all ]; then\n'
+        f"  set -f; set -- {selected_expr}\n"
+        '  if [ "$anylaunch_slot" -ge "$#" ]; then\n'
+        '    echo "anylaunch: no index at array position $anylaunch_slot" >&2; exit 97\n'
+        "  fi\n"
+        '  shift "$anylaunch_slot"; anylaunch_slot=$1\n'
+        "fi\n"
+    )
 
 
 def index_prelude(array: ArraySpec, position_expr: str) -> list[str]:

@@ -31,7 +31,12 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from anylaunch.schedulers.common.arrays import array_meta, index_script, read_array_meta
+from anylaunch.schedulers.common.arrays import (
+    array_meta,
+    index_script,
+    read_array_meta,
+    select_by_position,
+)
 from anylaunch.schedulers.kubernetes.names import LABEL_REPLICA_ID
 from anylaunch.schedulers.kubernetes.pods import (
     PodOptions,
@@ -67,16 +72,7 @@ SELECTED_ENV = "ANYLAUNCH_ARRAY_SELECTED"
 #: from 1.28).
 COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
 
-_POSITION = f"""\
-anylaunch_slot=$JOB_COMPLETION_INDEX
-if [ "${SELECTED_ENV}" != all ]; then
-  set -f; set -- ${SELECTED_ENV}
-  if [ "$anylaunch_slot" -ge "$#" ]; then
-    echo "anylaunch: no index at array position $anylaunch_slot" >&2; exit 97
-  fi
-  shift "$anylaunch_slot"; anylaunch_slot=$1
-fi
-"""
+_POSITION = "anylaunch_slot=$JOB_COMPLETION_INDEX\n" + select_by_position(f"${SELECTED_ENV}")
 
 
 def indexed_supported(version: Mapping[str, Any]) -> bool:
