@@ -313,17 +313,16 @@ def parse_index_flag(flag: str, value: str) -> list[int]:
     >>> parse_index_flag("--index", "3,7-9")
     [3, 7, 8, 9]
     """
+    import re
+
     from anylaunch.specs.array_status import parse_index_ranges
 
-    try:
-        found = parse_index_ranges(value, flag)
-    except InvalidSpecError:
-        found = []
-    if not found or any(ch not in "0123456789,-" for ch in value.replace(" ", "")):
+    text = value.replace(" ", "")
+    if not re.fullmatch(r"\d+(-\d+)?(,\d+(-\d+)?)*", text):
         raise InvalidSpecError(
             flag, value, "is not a list of indices", "write e.g. 7, or 3,17, or 0-9,15"
         )
-    return sorted(set(found))
+    return sorted(set(parse_index_ranges(text, flag)))
 
 
 def check_indices(flag: str, indices: Sequence[int], array: ArrayStatus, app_handle: str) -> None:
