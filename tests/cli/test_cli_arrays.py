@@ -7,7 +7,9 @@ scheduler loads). The dryrun runs through ``arrdry``: a plugin scheduler (a real
 ``anylaunch_plugins`` namespace package put on the CLI's path) that is local_cwd declaring
 ``supports_arrays``, so the base class's array path (no refusal, every index's resolved
 command after the request) runs for real; it is a dryrun stand-in only and submits nothing.
-Status and progress rendering take real ``AppStatus``/``ArrayStatus`` values.
+Status and progress rendering take real ``AppStatus``/``ArrayStatus`` values, and one small
+array runs end to end on the real local_cwd scheduler (run --wait --log, status, log --index,
+retry-failed).
 """
 
 from __future__ import annotations
@@ -182,9 +184,10 @@ def test_dryrun_of_a_sweep_as_json(arr_cli: Any) -> None:
 def test_dryrun_of_a_big_array_is_summarised(arr_cli: Any) -> None:
     result = arr_cli("run", "--dryrun", "-s", "arrdry", "--array", "1000", "utils.echo")
     assert result.returncode == 0, result.stderr
-    assert "array: 1000 indices, at most 1000 at once" in result.stdout
-    assert "... 976 more ..." in result.stdout
-    assert len(result.stdout.splitlines()) < 100
+    head = "array: 1000 indices, at most 1000 at once"
+    preview = result.stdout[result.stdout.index(head) :].splitlines()
+    assert "  ... 976 more ..." in preview
+    assert len(preview) == 1 + 24 + 1  # the first and last 12 indices' commands
 
 
 # --- status and the live view ----------------------------------------------------------------
@@ -273,3 +276,50 @@ def test_retry_failed_is_a_subcommand_with_wait_and_json() -> None:
         True,
         True,
     )
+
+
+def test_an_array_end_to_end_on_local_cwd(cli: Any) -> None:
+    """6 indices, 2 at once, index 3 fails: the CLI's whole array path on a real backend."""
+    script = "echo index=$ANYLAUNCH_ARRAY_INDEX arg=$1; test $ANYLAUNCH_ARRAY_INDEX != 3"
+    result = cli(
+        "run", "--wait", "--log", "-s", "local_cwd", "--array", "6%2",
+        "utils.sh", "sh", "-c", script, "sh", "shard-${array_index}",
+    )  # fmt: skip
+
+    assert result.returncode == 1, result.stderr  # FAILED: 5/6 < the ratio 1.0
+    handle = result.stdout.strip()
+    assert result.stdout == handle + "\n"
+    lines = result.stderr.splitlines()
+    for i in range(6):  # merged output: role/index prefixes
+        assert f"sh/{i} index={i} arg=shard-{i}" in lines
+    assert "array 5 succeeded / 1 failed / 0 running of 6" in result.stderr
+    assert "failed indices: 3 (exit 1)" in result.stderr
+
+    status = cli.status(handle)
+    assert status["state"] == "FAILED"
+    array: Any = status["array"]
+    assert array["indices"] == {"SUCCEEDED": "0-2,4-5", "FAILED": "3"}
+    assert array["exit_codes"]["3"] == 1
+
+    text = cli("status", handle)
+    assert text.returncode == 0, text.stderr
+    assert [ln.split()[:4] for ln in text.stdout.splitlines() if ln.startswith("sh  ")] == [
+        ["sh", "3", "FAILED", "1"]
+    ]
+
+    log = cli("log", f"{handle}/sh", "--index", "3,5")
+    assert log.returncode == 0, log.stderr
+    assert sorted(log.stdout.splitlines()) == [
+        "sh/3 index=3 arg=shard-3",
+        "sh/5 index=5 arg=shard-5",
+    ]
+    one_error(cli("log", handle, "--index", "6"), "--index", "index 6 is not one of", "0-5")
+
+    retried = cli("retry-failed", "--json", handle)
+    assert retried.returncode == 0, retried.stderr
+    data = json.loads(retried.stdout)
+    assert (data["retried_from"], data["indices"]) == (handle, "3")
+    again = cli.wait_for(data["app_handle"], lambda s: AppState[str(s["state"])].is_terminal())
+    assert again["array"]["indices"] == {"FAILED": "3"}  # only index 3 ran, as index 3
+    log = cli("log", data["app_handle"])
+    assert log.stdout.splitlines() == ["sh/3 index=3 arg=shard-3"]

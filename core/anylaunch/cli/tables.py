@@ -95,7 +95,7 @@ def format_status(
         text = reply.message if reply is not None else status.structured_error_msg
         summary.append(["Error:", mask(" ".join(text.split()))])
     array = status.array
-    if array is not None:
+    if array is not None and array.summary() not in status.msg:
         summary.append(["Array:", array.summary()])
     parts = [format_table(summary)]
     if array is not None:
