@@ -6,6 +6,10 @@ app's secret env values (names that look secret, or named by ``--secret-env``) a
 newline). Every replica is read on its own thread
 (:class:`anylaunch.runner.logs.LogPump`), so tailing many replicas shows lines as they are
 written.
+
+In an array app each index is a replica of its one role, so its lines are prefixed
+``role/index``; ``--index 7`` (or ``3,17``, ``0-9``) reads those indices, as
+``HANDLE/ROLE/7`` does.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from anylaunch.cli.arrays import array_replicas, parse_index_flag
 from anylaunch.cli.cmd_base import (
     SubCommand,
     add_json_argument,
@@ -115,6 +120,32 @@ def log_sink(redact: Callable[[str], str], as_json: bool) -> LineSink:
     return to_json if as_json else to_text
 
 
+def _index_option(value: str | None, replica_ids: list[int] | None) -> list[int] | None:
+    """The indices ``--index`` names (None without it); refused when the path already
+    names other replicas.
+
+    >>> _index_option("7", [7]), _index_option(None, [1])
+    ([7], None)
+    >>> _index_option("7", [3])
+    Traceback (most recent call last):
+    ...
+    anylaunch.specs.errors.InvalidSpecError: --index='7' is invalid: names other indices than the path's replica ids ([3]). Fix: give the indices once: HANDLE/ROLE --index 7 or HANDLE/ROLE/7
+    """
+    from anylaunch.specs.errors import InvalidSpecError
+
+    if value is None:
+        return None
+    indices = parse_index_flag("--index", value)
+    if replica_ids is not None and sorted(set(replica_ids)) != indices:
+        raise InvalidSpecError(
+            "--index",
+            value,
+            f"names other indices than the path's replica ids ({replica_ids})",
+            f"give the indices once: HANDLE/ROLE --index {value} or HANDLE/ROLE/{value}",
+        )
+    return indices
+
+
 def _check_regex(regex: str | None) -> None:
     from anylaunch.specs.errors import InvalidSpecError
 
@@ -149,6 +180,12 @@ class CmdLog(SubCommand):
             subparser,
             'print one JSON object per line: {"role": ..., "replica": ..., "line": ...}',
         )
+        subparser.add_argument(
+            "--index",
+            metavar="INDICES",
+            default=None,
+            help="array apps: read these indices (e.g. 7, 3,17 or 0-9), as HANDLE/ROLE/7 does",
+        )
         add_secret_env_argument(subparser)
         subparser.add_argument(
             "identifier",
@@ -159,13 +196,26 @@ class CmdLog(SubCommand):
     def run(self, args: argparse.Namespace) -> int:
         from anylaunch.runner import get_runner
         from anylaunch.runner.logs import LogPump, find_replicas
+        from anylaunch.specs.errors import InvalidSpecError
 
         app_handle, role, replica_ids = parse_identifier(args.identifier)
         _check_regex(args.regex)
+        indices = _index_option(args.index, replica_ids)
         with get_runner() as runner:
-            if replica_ids is None:
+            if replica_ids is None and indices is None:
                 wait_until_started(runner, app_handle)
-            replicas = find_replicas(runner, app_handle, role, replica_ids)
+            replicas = array_replicas(
+                runner, app_handle, role, indices if indices is not None else replica_ids
+            )
+            if replicas is None:
+                if indices is not None:
+                    raise InvalidSpecError(
+                        "--index",
+                        args.index,
+                        f"{app_handle} is not an array app",
+                        f"name replicas in the path instead: {app_handle}/ROLE/0,1",
+                    )
+                replicas = find_replicas(runner, app_handle, role, replica_ids)
             # the app's lines may print its secret env values: masked as `run --log` does
             redact = describe_redactor(runner, app_handle, secret_env_names(args.secret_env))
             out = log_sink(redact, args.json)

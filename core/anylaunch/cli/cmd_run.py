@@ -7,6 +7,10 @@ to stderr (as in TorchX). While ``--wait`` waits, one line per role shows its pr
 redrawn in place on a terminal (see :mod:`anylaunch.cli.live`). ``--dryrun`` prints the app
 and the native request to stdout and submits nothing.
 
+``--array SIZE[%PARALLELISM]`` or ``--sweep FILE`` runs the component's app as one job array
+(see :mod:`anylaunch.cli.arrays` and the "Job arrays and sweeps" docs page); the dryrun then
+ends with every index's resolved command.
+
 Defaults come from the ``[cli:run]`` section of ``.anylaunchconfig`` (``component``,
 ``scheduler``, ``scheduler_args``, ``workspace``, ``parent_run_id``, ``secret_env``); flags win
 over it. Every env value that is secret (its name matches the built-in patterns or is named by
@@ -20,6 +24,7 @@ import logging
 import sys
 from typing import TYPE_CHECKING
 
+from anylaunch.cli.arrays import add_array_arguments, array_options
 from anylaunch.cli.cmd_base import (
     EXIT_ERROR,
     SubCommand,
@@ -149,6 +154,7 @@ class CmdRun(SubCommand):
             help="id of the run this one belongs to (set as $ANYLAUNCH_PARENT_RUN_ID in the app)",
         )
         add_secret_env_argument(subparser)
+        add_array_arguments(subparser)
         subparser.add_argument(
             "component_and_args",
             nargs=argparse.REMAINDER,
@@ -181,12 +187,18 @@ class CmdRun(SubCommand):
         parent_run_id = args.parent_run_id or defaults.get("parent_run_id")
 
         secret_env = secret_env_names(args.secret_env, defaults.get("secret_env"))
+        # checked before any scheduler loads: a bad flag costs nothing
+        array = array_options(args)
 
         with get_runner() as runner:
             cfg = runner.cfg_from_str(scheduler, cfg_str)
-            info = runner.dryrun_component(
-                component, component_args, scheduler, cfg, workspace, parent_run_id
-            )
+            if array is None:
+                info = runner.dryrun_component(
+                    component, component_args, scheduler, cfg, workspace, parent_run_id
+                )
+            else:
+                app = array.apply(runner.materialize_component(component, component_args))
+                info = runner.dryrun(app, scheduler, cfg, workspace, parent_run_id)
             redact = app_redactor(getattr(info, "_app", None), secret_env)
             if args.dryrun:
                 self._print_dryrun(info, secret_env, redact, args.json)
@@ -267,6 +279,7 @@ def wait_and_report(
     it SUCCEEDED, else 1. Interrupting it leaves the app running. Everything printed goes
     through ``redact``.
     """
+    from anylaunch.cli.arrays import array_replicas
     from anylaunch.cli.live import choose_view, logs_through, watch
     from anylaunch.cli.tables import format_status
     from anylaunch.runner.lines import format_line
@@ -289,7 +302,10 @@ def wait_and_report(
                 # a pending replica has no logs to read yet
                 if watch(runner, app_handle, shown, STARTUP_POLL_S, until_started=True) is None:
                     raise UnknownAppException(app_handle)
-                replicas = find_replicas(runner, app_handle)
+                # an array's indices are the replicas of its one role
+                replicas = array_replicas(runner, app_handle)
+                if replicas is None:
+                    replicas = find_replicas(runner, app_handle)
                 pump = LogPump(runner, app_handle, replicas, to_view, should_tail=True).start()
             status = watch(runner, app_handle, shown, WAIT_INTERVAL_S)
             if pump is not None and not pump.join(timeout=LOG_DRAIN_TIMEOUT_S):

@@ -1,5 +1,6 @@
 """What ``anylaunch run --wait`` shows while it waits: one line per role (its state, how many
-of its replicas run, finished and failed, and the time waited).
+of its replicas run, finished and failed, and the time waited). An array app gets one line
+for its indices: ``succeeded/failed/running of N`` (its state by the array rule).
 
 On a terminal (stderr is a TTY, ``TERM`` is not ``dumb`` and ``NO_COLOR`` is unset) the lines
 are redrawn in place with ANSI cursor-up and clear-line sequences; log lines of ``--log``
@@ -64,6 +65,8 @@ class RoleProgress:
     finished: int
     failed: int
     total: int
+    #: counts of an array's indices (not of replicas)
+    array: bool = False
 
     def cells(self) -> list[str]:
         """The role's cells of the progress table (without the time).
@@ -71,8 +74,17 @@ class RoleProgress:
         >>> from anylaunch.specs.api import AppState
         >>> RoleProgress("echo", AppState.RUNNING, 1, 0, 0, 2).cells()
         ['echo', 'RUNNING', '1/2 running', '0/2 finished', '0/2 failed']
+        >>> RoleProgress("echo", AppState.RUNNING, 4, 12, 1, 20, array=True).cells()
+        ['echo', 'RUNNING', 'array 12 succeeded / 1 failed / 4 running of 20']
         """
         n = self.total
+        if self.array:
+            return [
+                self.role,
+                self.state.name,
+                f"array {self.finished} succeeded / {self.failed} failed / "
+                f"{self.running} running of {n}",
+            ]
         return [
             self.role,
             self.state.name,
@@ -110,9 +122,29 @@ def role_progress(status: AppStatus) -> list[RoleProgress]:
     [('w', 'RUNNING', 1, 1, 2)]
     >>> role_progress(AppStatus(AppState.PENDING))[0].state.name
     'PENDING'
+
+    An array app has one line for its indices, in the app's state (the array rule):
+
+    >>> from anylaunch.specs.array_status import ArrayStatus
+    >>> array = ArrayStatus(20, {0: AppState.SUCCEEDED, 1: AppState.FAILED, 2: AppState.RUNNING})
+    >>> role_progress(AppStatus(AppState.RUNNING, array=array))[0].cells()
+    ['app', 'RUNNING', 'array 1 succeeded / 1 failed / 1 running of 20']
     """
     from anylaunch.specs.api import AppState
 
+    if status.array is not None:
+        array = status.array
+        return [
+            RoleProgress(
+                status.roles[0].role if status.roles else "app",
+                status.state,
+                running=len(array.in_state(AppState.RUNNING)),
+                finished=len(array.in_state(AppState.SUCCEEDED)),
+                failed=len(array.failed()),
+                total=len(array.indices()),
+                array=True,
+            )
+        ]
     if not status.roles:
         return [RoleProgress("app", status.state, 0, 0, 0, 0)]
     progress = []

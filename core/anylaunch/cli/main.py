@@ -35,6 +35,7 @@ from anylaunch.cli.cmd_describe import CmdDescribe
 from anylaunch.cli.cmd_list import CmdList
 from anylaunch.cli.cmd_log import CmdLog
 from anylaunch.cli.cmd_reap import CmdReap
+from anylaunch.cli.cmd_retry import CmdRetryFailed
 from anylaunch.cli.cmd_run import CmdRun
 from anylaunch.cli.cmd_runopts import CmdRunopts
 from anylaunch.cli.cmd_status import CmdStatus
@@ -69,6 +70,7 @@ def get_sub_cmds() -> dict[str, SubCommand]:
         "list": CmdList(),
         "log": CmdLog(),
         "reap": CmdReap(),
+        "retry-failed": CmdRetryFailed(),
         "run": CmdRun(),
         "runopts": CmdRunopts(),
         "status": CmdStatus(),

@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from anylaunch.specs.api import AppStatus
+    from anylaunch.specs.api import AppStatus, ReplicaStatus
 
 __all__ = ["format_status", "format_table"]
 
@@ -37,15 +37,27 @@ def _keep(text: str) -> str:
     return text
 
 
+def _pending(role: str, index: int) -> ReplicaStatus:
+    """The row of an index the backend has not reported yet."""
+    from anylaunch.specs.api import AppState, ReplicaStatus
+
+    return ReplicaStatus(index, AppState.PENDING, role, "")
+
+
 def format_status(
     status: AppStatus,
     app_handle: str = "",
     filter_roles: Iterable[str] | None = None,
     redact: Callable[[str], str] | None = None,
+    indices: Sequence[int] | None = None,
 ) -> str:
     """The status of an app as people read it: a summary (only the fields that say
     something), a table with one row per replica (EXIT ``-``: no reply file), then the
     error of each replica that left one. Everything scheduler-written goes through ``redact``.
+
+    An array app (``status.array``) adds its summary and a table of index ranges by state;
+    its per-index table (an index is a replica) is compact: only the indices that say
+    something (see :func:`anylaunch.cli.arrays.array_rows`), or exactly ``indices``.
 
     >>> from anylaunch.specs.api import AppState, AppStatus, ReplicaStatus, RoleStatus
     >>> print(format_status(AppStatus(AppState.FAILED, roles=[RoleStatus("trainer", [
@@ -61,6 +73,8 @@ def format_status(
     <BLANKLINE>
     trainer[0] error_msg: boom
     """
+    from anylaunch.cli.arrays import array_rows, state_ranges_table
+    from anylaunch.cli.arrays import exit_text as array_exit_text
     from anylaunch.specs.markers import NONE
     from anylaunch.specs.status_format import (
         parse_error_reply,
@@ -80,14 +94,26 @@ def format_status(
         reply = parse_error_reply(status.structured_error_msg)
         text = reply.message if reply is not None else status.structured_error_msg
         summary.append(["Error:", mask(" ".join(text.split()))])
+    array = status.array
+    if array is not None and array.summary() not in status.msg:
+        summary.append(["Array:", array.summary()])
     parts = [format_table(summary)]
+    if array is not None:
+        parts.append(format_table(state_ranges_table(array)))
 
-    rows = [["ROLE", "REPLICA", "STATE", "EXIT", "HOSTNAME"]]
+    shown, left_out = array_rows(status, indices)
+    rows = [["ROLE", "INDEX" if array is not None else "REPLICA", "STATE", "EXIT", "HOSTNAME"]]
     errors: list[str] = []
     for role in select_roles(status.roles, filter_roles):
-        for replica in sorted(role.replicas, key=lambda r: r.id):
+        replicas = sorted(role.replicas, key=lambda r: r.id)
+        if array is not None:
+            by_id = {r.id: r for r in replicas}
+            replicas = [by_id.get(i) or _pending(role.role, i) for i in shown]
+        for replica in replicas:
             reply = parse_error_reply(replica.structured_error_msg)
             exit_text = reply.exitcode_text if reply is not None else "-"
+            if array is not None:
+                exit_text = array_exit_text(array, replica.id, exit_text)
             rows.append(
                 [role.role, str(replica.id), state_name(replica.state), exit_text, replica.hostname]
             )
@@ -96,6 +122,12 @@ def format_status(
                 errors.append(wrap_error_message(mask(reply.message), header=header))
     if len(rows) > 1:
         parts.append(format_table(rows))
+    if left_out:
+        last = array.size - 1 if array is not None else 0
+        parts.append(
+            f"({left_out} more indices not shown: `anylaunch status {app_handle or 'HANDLE'} "
+            f"--indices 0-{last}` lists them, or name the ones you want)"
+        )
     if errors:
         parts.append("\n".join(errors))
     return "\n\n".join(parts)

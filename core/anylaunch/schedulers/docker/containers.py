@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from anylaunch.schedulers.common.roles import RANK0_ENV, check_image_ref, check_no_nul, role_record
+from anylaunch.schedulers.docker.arrays import LABEL_ARRAY_SPEC, array_labels, spec_label
 from anylaunch.schedulers.docker.request import (
     _VOLUME_NAME,
     BACKEND,
@@ -31,6 +32,7 @@ from anylaunch.specs.api import (
     VolumeMount,
     macros,
 )
+from anylaunch.specs.arrays import resolve_index
 from anylaunch.specs.errors import (
     InvalidRunConfigException,
     InvalidSpecError,
@@ -114,18 +116,23 @@ def build_request(
     common = app_labels(app_id, app.name, session_name, opts.cancel_grace_s)
     rank0 = f"{app_id}-{_role_label(app.roles[0].name)}-0"
     containers = []
+    array = app.array
     for index, role in enumerate(app.roles):
         mounts, devices = _mounts(role)
         record = json.dumps(role_record(role, mask_secrets=True), sort_keys=True)
-        for i in range(role.num_replicas):
+        # an array: one container per selected index, its role resolved for that index
+        replica_ids = array.selected if array is not None else range(role.num_replicas)
+        for i in replica_ids:
             name = f"{app_id}-{_role_label(role.name)}-{i}"
             values = macros.Values(
                 img_root="", app_id=app_id, replica_id=str(i), rank0_env=RANK0_ENV
             )
-            replica = values.apply(role)
+            replica = values.apply(resolve_index(role, array, i) if array else role)
             env = {**base_env, **replica.env, RANK0_ENV: rank0}
             env.setdefault("PYTHONUNBUFFERED", "1")  # lines reach the logs as printed
             labels = replica_labels(common, role, index, i, record)
+            if array is not None:
+                labels.update(array_labels(array))
             config = _container_config(replica, name, network, env, labels, mounts, devices, opts)
             containers.append(DockerContainerRequest(name, role.name, i, config))
     return DockerAppRequest(
@@ -135,7 +142,12 @@ def build_request(
         cancel_grace_s=float(opts.cancel_grace_s),
         containers=containers,
         workspace_builds=workspace_builds,
-        network_labels={**common, LABEL_KIND: "network"},
+        network_labels={
+            **common,
+            LABEL_KIND: "network",
+            **({LABEL_ARRAY_SPEC: spec_label(array)} if array is not None else {}),
+        },
+        start_first=array.limit if array is not None else None,
     )
 
 

@@ -110,6 +110,8 @@ class DockerAppRequest:
     workspace_builds: list[WorkspaceImageBuild] = field(default_factory=list)
     #: labels of the per-app network
     network_labels: dict[str, str] = field(default_factory=dict)
+    #: an array's: start only this many containers (the first); its runner starts the rest
+    start_first: int | None = None
 
     @property
     def images(self) -> list[str]:

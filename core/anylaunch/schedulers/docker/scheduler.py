@@ -26,7 +26,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from anylaunch.schedulers.api import (
@@ -36,7 +36,7 @@ from anylaunch.schedulers.api import (
     Scheduler,
     Stream,
 )
-from anylaunch.schedulers.docker import engine, events
+from anylaunch.schedulers.docker import arrays, engine, events
 from anylaunch.schedulers.docker.containers import build_request
 from anylaunch.schedulers.docker.logs import follow_container_log, read_container_log
 from anylaunch.schedulers.docker.request import (
@@ -88,6 +88,9 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Mapping[str, CfgVal]]):
     """
 
     request_type = DockerAppRequest
+    #: an array runs under one app: a detached runner starts the next index as one ends
+    #: (:mod:`~anylaunch.schedulers.docker.arrays`)
+    supports_arrays = True
     #: Nothing connects to the engine until it is needed.
     factory_kwargs = ("docker_host", "start_timeout", "client")
 
@@ -200,7 +203,48 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Mapping[str, CfgVal]]):
         for image in request.images:
             engine.ensure_image(client, image, self.docker_host)
         engine.create_app(client, request)
+        if request.start_first is not None and request.start_first < len(request.containers):
+            try:
+                arrays.start_runner(self.docker_host, request)
+            except BaseException:
+                engine.remove_app(client, request.app_id)  # all or nothing
+                raise
         return request.app_id
+
+    def _retry_indices(self, app_id: str, indices: Sequence[int]) -> str:
+        """Schedules a new array app that runs ``indices`` of array app ``app_id`` again:
+        the same role, size, parameters, ratio and run options. All or nothing (see
+        :meth:`schedule`).
+
+        Raises:
+            UnknownAppException: no such app.
+            InvalidSpecError: the app is not an array, or an index is out of its range.
+        """
+        found = self._array_view(app_id)
+        if found is None:
+            from anylaunch.specs.errors import UnknownAppException
+
+            if self.describe(app_id) is not None:
+                raise InvalidSpecError("app_id", app_id, "is not an array app", "retry arrays only")
+            raise UnknownAppException(f"{self.backend}://{self.session_name}/{app_id}")
+        _, first = found
+        app, opts = arrays.retry_app(self._client(), app_id, [first], indices)
+        return self.schedule(self.submit_dryrun(app, opts.to_cfg()))
+
+    def _array_view(self, app_id: str) -> tuple[list[_Container], _Container] | None:
+        """An array app's containers (list entries: one engine call) and its first index
+        container inspected; None when ``app_id`` is no array app."""
+        if not isinstance(app_id, str) or not _APP_ID.match(app_id):
+            return None
+        client = self._client()
+        containers = [_Container.from_summary(s) for s in engine.summaries(client, app_id)]
+        if not arrays.is_array(containers):
+            return None
+        first = min((c for c in containers if c.kind == _KIND_REPLICA), key=lambda c: c.replica_id)
+        try:
+            return containers, _Container.from_inspect(client.api.inspect_container(first.id))
+        except Exception:  # removed meanwhile: the list entry still tells the state
+            return containers, first
 
     # --- the app's state ------------------------------------------------------------------
 
@@ -275,6 +319,9 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Mapping[str, CfgVal]]):
         Describing also moves the app along: it restarts replicas a ROLE or APPLICATION
         retry covers, records a final failure and stops what is left of a failed app.
         """
+        array = self._array_view(app_id)
+        if array is not None:  # an array's status: one container list, nothing to act on
+            return arrays.describe_array(app_id, array[0], array[1], self.docker_host)
         view = self._view(app_id)
         if view is None:
             return None
@@ -296,6 +343,17 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Mapping[str, CfgVal]]):
         for app_id, containers in apps.items():
             replicas = [c for c in containers if c.kind == _KIND_REPLICA]
             if not replicas or not _APP_ID.match(app_id):
+                continue
+            if arrays.is_array(containers):
+                first = min(replicas, key=lambda c: c.replica_id)
+                state = arrays.describe_array(app_id, containers, first, "").state
+                entry = self._list_entry(
+                    app_id,
+                    state,
+                    first.labels.get(LABEL_APP_NAME, ""),
+                    first.labels.get(LABEL_SESSION, self.session_name),
+                )
+                found.append((min(c.created for c in replicas), entry))
                 continue
             if any(c.event == "retry" for c in containers):
                 # telling a retry in progress from a new failure takes start times, which only
