@@ -36,6 +36,7 @@ from anylaunch.runner.api import Runner
 from anylaunch.runner.lines import format_line
 from anylaunch.schedulers.api import Stream
 from anylaunch.specs.api import parse_app_handle
+from anylaunch.specs.array_status import index_ranges
 from anylaunch.specs.errors import InvalidSpecError, UnknownAppException, did_you_mean
 
 if TYPE_CHECKING:
@@ -89,30 +90,36 @@ def find_replicas(
     app = runner.describe(app_handle)
     if app is None:
         raise UnknownAppException(app_handle)
-    counts = {r.name: r.num_replicas for r in app.roles}
-    if not counts:  # some schedulers describe no roles: fall back on the replica statuses
+    ids = {r.name: list(range(r.num_replicas)) for r in app.roles}
+    # no roles described, or one role of one replica: perhaps an array app, whose indices
+    # are its role's replicas (replica id == index); the replica statuses tell
+    if not ids or (len(ids) == 1 and app.roles[0].num_replicas == 1):
         status = runner.status(app_handle)
-        for role_status in status.roles if status else []:
-            counts[role_status.role] = len(role_status.replicas)
+        if status is not None and (not ids or status.array is not None):
+            ids = {rs.role: [rep.id for rep in rs.replicas] for rs in status.roles}
     if role is None:
-        return [(name, k) for name, n in counts.items() for k in range(n)]
-    if role not in counts:
-        hint = did_you_mean(role, counts).strip()
+        return [(name, k) for name, found in ids.items() for k in found]
+    if role not in ids:
+        hint = did_you_mean(role, ids).strip()
         raise InvalidSpecError(
             "role",
             role,
             f"app {app_handle} has no such role" + (f" ({hint})" if hint else ""),
-            f"use one of: {', '.join(counts) or '(no roles)'}",
+            f"use one of: {', '.join(ids) or '(no roles)'}",
         )
     if replica_ids is None:
-        return [(role, k) for k in range(counts[role])]
+        return [(role, k) for k in ids[role]]
+    found = ids[role]
     for k in replica_ids:
-        if k >= counts[role]:
+        if k not in found:
+            plain = found == list(range(len(found)))
             raise InvalidSpecError(
                 "replica_id",
                 k,
-                f"role {role!r} has {counts[role]} replica(s)",
-                f"use ids 0..{counts[role] - 1}",
+                f"role {role!r} has {len(found)} replica(s)"
+                if plain
+                else f"role {role!r} has no array index {k}",
+                f"use ids 0..{len(found) - 1}" if plain else f"use {index_ranges(found)}",
             )
     return [(role, k) for k in replica_ids]
 

@@ -5,7 +5,7 @@ flow failing by min_success_ratio with the failed index named."""
 import json
 
 from anylaunch.specs.api import AppState
-from prefect_anylaunch import AnylaunchAppFailedError, AnylaunchJob, run_app
+from prefect_anylaunch import AnylaunchAppFailedError, AnylaunchJob, get_app_logs, run_app
 from tests.integrations.sweep_apps import FAILING_INDEX, SHARDS, expected_indices, failing_sweep
 
 
@@ -33,6 +33,8 @@ def test_sweep_succeeds_by_ratio_with_per_index_results_and_a_table(pf) -> None:
     for i, shard in enumerate(SHARDS):
         assert f"w/{i} shard={shard} index={i}" in logs, logs
     assert "4/5 succeeded (4 required); failed indices: 3 (exit 1)" in logs
+    # one index's log, addressed as its role's replica
+    assert get_app_logs.fn(result["app_handle"], "w", k=3) == {"w/3": ["shard=d index=3"]}
 
 
 def test_sweep_below_its_ratio_fails_the_flow_naming_the_failed_index(pf) -> None:
