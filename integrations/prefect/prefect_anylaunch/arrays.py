@@ -39,6 +39,18 @@ def array_result(result: dict[str, Any], status: AppStatus) -> dict[str, Any]:
     (``index -> {state, exit_code}``, see :func:`~anylaunch.runner.array_results.index_results`)
     and ``failed_indices`` (ranges, e.g. ``"3,7-9"``); past ``FULL_RESULTS`` indices the
     ``roles`` keep only the replicas (indices) that did not succeed. Unchanged for other apps.
+
+    >>> from anylaunch.specs.api import AppState, ReplicaStatus, RoleStatus
+    >>> from anylaunch.specs.array_status import ArrayStatus
+    >>> big = ArrayStatus(2000, {i: AppState.SUCCEEDED for i in range(2000)}, {5: 1})
+    >>> big.states[5] = AppState.FAILED
+    >>> reps = [ReplicaStatus(i, big.state_of(i), "w", "") for i in range(2000)]
+    >>> status = AppStatus(AppState.SUCCEEDED, roles=[RoleStatus("w", reps)], array=big)
+    >>> compact = array_result(status.to_dict(), status)
+    >>> compact["indices"], [r["id"] for r in compact["roles"][0]["replicas"]]
+    ({5: {'state': 'FAILED', 'exit_code': 1}}, [5])
+    >>> compact["array"]["indices"]
+    {'SUCCEEDED': '0-4,6-1999', 'FAILED': '5'}
     """
     array = status.array
     if array is None:
