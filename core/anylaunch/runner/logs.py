@@ -36,6 +36,7 @@ from anylaunch.runner.api import Runner
 from anylaunch.runner.lines import format_line
 from anylaunch.schedulers.api import Stream
 from anylaunch.specs.api import AppState, parse_app_handle
+from anylaunch.specs.array_status import index_ranges
 from anylaunch.specs.errors import InvalidSpecError, UnknownAppException, did_you_mean
 
 if TYPE_CHECKING:
@@ -126,19 +127,21 @@ def find_replicas(
             "role",
             role,
             f"app {app_handle} has no such role" + (f" ({hint})" if hint else ""),
-            f"use one of: {', '.join(counts) or '(no roles)'}",
+            f"use one of: {', '.join(ids) or '(no roles)'}",
         )
     if replica_ids is None:
         return [(role, k) for k in ids[role]]
+    found = ids[role]
     for k in replica_ids:
-        if k not in ids[role]:
-            from anylaunch.specs.array_status import index_ranges
-
+        if k not in found:
+            plain = found == list(range(len(found)))
             raise InvalidSpecError(
                 "replica_id",
                 k,
-                f"role {role!r} has {counts[role]} replica(s)",
-                f"use ids {index_ranges(ids[role]).replace('-', '..')}",
+                f"role {role!r} has {len(found)} replica(s)"
+                if plain
+                else f"role {role!r} has no array index {k}",
+                f"use ids 0..{len(found) - 1}" if plain else f"use {index_ranges(found)}",
             )
     return [(role, k) for k in replica_ids]
 

@@ -98,6 +98,10 @@ class ListAppResponse:
     name: str = ""
 
 
+#: The built-in schedulers that run arrays (named in the refusal of those that do not).
+_ARRAY_BACKENDS = ("local_cwd", "local_docker", "kubernetes", "slurm", "lsf", "aws_batch")
+
+
 class Scheduler(abc.ABC, Generic[T]):
     """Abstract base class for job schedulers.
 
@@ -237,8 +241,9 @@ class Scheduler(abc.ABC, Generic[T]):
                 "AppDef.array",
                 app.array,
                 f"the {self.backend} scheduler does not run arrays: {self.array_refusal}",
-                "submit the array to local_cwd, local_docker, kubernetes, slurm, lsf or "
-                "aws_batch, or run the indices as separate apps",
+                "submit the array to a scheduler with arrays ("
+                + ", ".join(b for b in _ARRAY_BACKENDS if b != self.backend)
+                + "), or run the indices as separate apps",
             )
 
     @abc.abstractmethod

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import dagster as dg
 
 from anylaunch.runner import Runner, get_runner
+from anylaunch.runner.array_results import array_replicas, with_failed_indices
 from anylaunch.runner.failures import FailureCategory, retryable
 from anylaunch.runner.outcome import error_details
 from anylaunch.runner.reap import owner_id
@@ -27,6 +28,7 @@ from anylaunch.specs.api import NONE, AppDef, AppHandle, AppState, AppStatus, Wo
 from anylaunch.specs.errors import AnylaunchError
 from anylaunch.specs.runopts import CfgVal
 from anylaunch.specs.secrets import Redactor, app_redactor
+from dagster_anylaunch.arrays import array_metadata
 
 if TYPE_CHECKING:
     from dagster._core.pipes.reattach import PipesLaunchHandle
@@ -100,6 +102,7 @@ class AnylaunchRun:
         duration_s: seconds from launch (or reattach) to the end
         reattached: True if the step reattached to an app an earlier attempt launched
         last_log_lines: the last lines the app wrote (``role/replica line``)
+        params: a sweep's per-index parameters (shown in the per-index metadata)
     """
 
     handle: AppHandle
@@ -107,6 +110,7 @@ class AnylaunchRun:
     duration_s: float
     reattached: bool = False
     last_log_lines: tuple[str, ...] = ()
+    params: Sequence[Mapping[str, str]] = ()
 
     @property
     def state(self) -> AppState:
@@ -119,7 +123,9 @@ class AnylaunchRun:
         return self.status.ui_url
 
     def metadata(self) -> dict[str, dg.MetadataValue]:
-        """Dagster metadata: handle, final state, ui_url (a URL), duration, reattached."""
+        """Dagster metadata: handle, final state, ui_url (a URL), duration, reattached; for
+        an array app also its per-index metadata (:func:`~dagster_anylaunch.arrays.array_metadata`:
+        counts by state, failed indices, a table of indices)."""
         meta: dict[str, dg.MetadataValue] = {
             "handle": dg.MetadataValue.text(self.handle),
             "final_state": dg.MetadataValue.text(self.state.name),
@@ -128,6 +134,8 @@ class AnylaunchRun:
         }
         if self.ui_url:
             meta["ui_url"] = dg.MetadataValue.url(self.ui_url)
+        if self.status.array is not None:
+            meta.update(array_metadata(self.status.array, self.params))
         return meta
 
 
@@ -206,11 +214,13 @@ def failure(
     allow_retries: bool = True,
     reason: str = "failed",
     category: FailureCategory | None = None,
+    params: Sequence[Mapping[str, str]] = (),
 ) -> dg.Failure:
     """A step Failure carrying handle, ui_url, state, error, the last log lines, the
     ``reason`` (``failed``, ``startup_timeout``, ``run_timeout``, ``lost``, ``invalid``,
     ``launch``: the kinds of :mod:`anylaunch.runner.watch`'s decisions) and the
-    ``failure_category`` (:mod:`anylaunch.runner.failures`)."""
+    ``failure_category`` (:mod:`anylaunch.runner.failures`); for an array app, the failed
+    indices in the description and the per-index metadata (``params``: a sweep's)."""
     meta: dict[str, dg.MetadataValue] = {
         "reason": dg.MetadataValue.text(reason),
         "duration_s": dg.MetadataValue.float(round(duration_s, 3)),
@@ -231,6 +241,10 @@ def failure(
         if status.ui_url:
             meta["ui_url"] = dg.MetadataValue.url(status.ui_url)
     meta["last_log_lines"] = dg.MetadataValue.text(mask("\n".join(last_lines)))
+    array = status.array if status is not None else None
+    if array is not None:
+        meta.update(array_metadata(array, params, mask))
+        description = with_failed_indices(description, array)
     return dg.Failure(description=mask(description), metadata=meta, allow_retries=allow_retries)
 
 
@@ -390,11 +404,14 @@ class AppWatch:
         started = time.monotonic()
         # secrets in the app's own role env too (needed for a reattached app as well)
         self.mask = self.mask | app_redactor(app, self.settings.secret_env.keys())
+        params = app.array.params if app.array is not None else ()
         with self.settings.runner() as runner:
             handle = self._try_reattach(runner) if self.reattach else None
             replicas: list[tuple[str, int]] | None = None
             if handle is not None:
                 self.handle, self.reattached = handle, True
+                # an array's indices are its role's replicas: follow each one's log
+                replicas = array_replicas(app)
             else:
                 handle, replicas = self.launch(runner, app, extra_env, workspace)
             settings = self.settings
@@ -429,17 +446,25 @@ class AppWatch:
                 allow_retries=self.settings.allows_retry(category),
                 reason=reason,
                 category=category,
+                params=params,
             )
         assert outcome.status is not None
         self.context.log.info(f"app {handle} SUCCEEDED in {duration:.1f}s")
+        array = outcome.status.array
+        if array is not None and array.failed():  # succeeded by min_success_ratio
+            self.context.log.warning(f"app {handle}: {self.mask(array.summary())}")
         return AnylaunchRun(
             handle,
             outcome.status,
             duration,
             reattached=self.reattached,
             last_log_lines=outcome.tail,
+            params=params,
         )
 
 
 def _replicas(app: AppDef) -> list[tuple[str, int]]:
+    found = array_replicas(app)  # an array's indices are its role's replicas
+    if found is not None:
+        return found
     return [(role.name, k) for role in app.roles for k in range(role.num_replicas)]

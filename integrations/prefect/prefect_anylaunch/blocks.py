@@ -19,6 +19,7 @@ from prefect.utilities.asyncutils import run_sync_in_worker_thread
 from pydantic import Field, SerializationInfo, field_serializer, field_validator, model_validator
 
 from anylaunch.runner import Runner, get_runner
+from anylaunch.runner.array_results import with_failed_indices
 from anylaunch.runner.outcome import masked_status
 from anylaunch.runner.session import (
     SECONDS_OPTION_NAMES,
@@ -42,6 +43,7 @@ from anylaunch.specs.secrets import Redactor, app_redactor
 from anylaunch.specs.serialize import appdef_to_dict
 from prefect_anylaunch import _prefect
 from prefect_anylaunch.appdef import appdef_from_data
+from prefect_anylaunch.arrays import array_result, end_table, sweep_params
 from prefect_anylaunch.errors import (
     AnylaunchAppFailedError,
     AnylaunchAppLostError,
@@ -518,10 +520,15 @@ class AnylaunchJobRun(JobRun[dict[str, Any]]):
         self._app = app
 
     @cached_property
+    def app(self) -> AppDef | None:
+        """The app as launched (or rebuilt from the job; None if it cannot be)."""
+        return self._app if self._app is not None else self.job._app_or_none()
+
+    @cached_property
     def redact(self) -> Redactor:
         """Masks the secrets of the job and of the app (see :meth:`AnylaunchJob.redactor`)
         in everything this run logs, raises, returns and attaches."""
-        return self.job.redactor(self._app if self._app is not None else self.job._app_or_none())
+        return self.job.redactor(self.app)
 
     def __repr__(self) -> str:
         return f"AnylaunchJobRun({self.app_handle!r})"
@@ -530,6 +537,7 @@ class AnylaunchJobRun(JobRun[dict[str, Any]]):
 
     def _session(self, runner: Runner) -> AppSession:
         job = self.job
+        from anylaunch.runner.array_results import array_replicas
         from anylaunch.schedulers.api import Stream
 
         return AppSession(
@@ -545,6 +553,8 @@ class AnylaunchJobRun(JobRun[dict[str, Any]]):
             logs="pump" if job.stream_logs and job.log_roles != [] else "off",
             log_roles=job.log_roles,
             log_stream=Stream(job.log_stream),
+            # an array's indices are its role's replicas: follow each one's log
+            replicas=array_replicas(self.app) if self.app is not None else None,
         )
 
     def _ended(self, outcome: Outcome) -> AppStatus:
@@ -557,16 +567,21 @@ class AnylaunchJobRun(JobRun[dict[str, Any]]):
             if status is not None and self.job.create_artifacts:
                 _prefect.create_artifact(
                     "table",
-                    table=_prefect.replica_rows(status, redact),
-                    key=_prefect.artifact_key(self.app_name, "replicas"),
-                    description=f"replicas of {self.app_handle}: {status.state.name}",
+                    **end_table(
+                        status, self.app_name, self.app_handle, redact, sweep_params(self.app)
+                    ),
                 )
         masked = None if status is None else masked_status(status, redact)
+        array = status.array if status is not None else None
         if outcome.succeeded:
             assert status is not None
+            if array is not None and array.failed():
+                # succeeded by min_success_ratio: say which indices did not
+                self.logger.warning("%s SUCCEEDED: %s", self.app_handle, redact(array.summary()))
             return status
         if outcome.kind == "failed":
-            raise AnylaunchAppFailedError(self.app_handle, masked, message=outcome.message)
+            message = with_failed_indices(outcome.message, array)
+            raise AnylaunchAppFailedError(self.app_handle, masked, message=redact(message))
         if outcome.kind in ("startup_timeout", "run_timeout"):
             which = "startup" if outcome.kind == "startup_timeout" else "run"
             limit = self.job.startup_timeout_s if which == "startup" else self.job.run_timeout_s
@@ -640,8 +655,11 @@ class AnylaunchJobRun(JobRun[dict[str, Any]]):
         return self.result_of(self._status())
 
     def result_of(self, status: AppStatus) -> dict[str, Any]:
-        """``status`` as this run's result: a dict with ``app_handle``, secrets masked."""
-        return {"app_handle": self.app_handle, **masked_status(status, self.redact).to_dict()}
+        """``status`` as this run's result: a dict with ``app_handle``, secrets masked; for
+        an array app also ``indices`` (``index -> {state, exit_code}``, compact for large
+        arrays) and ``failed_indices`` (see :func:`prefect_anylaunch.arrays.array_result`)."""
+        masked = masked_status(status, self.redact)
+        return array_result({"app_handle": self.app_handle, **masked.to_dict()}, masked)
 
     async def afetch_result(self) -> dict[str, Any]:
         """Async :meth:`fetch_result`."""

@@ -19,6 +19,7 @@ from anylaunch.specs.api import AppHandle, AppStatus, parse_app_handle
 from anylaunch.specs.checks import check_seconds, check_type
 from anylaunch.specs.errors import InvalidSpecError
 from prefect_anylaunch import _prefect
+from prefect_anylaunch.arrays import end_table, sweep_params
 from prefect_anylaunch.blocks import AnylaunchJob
 
 __all__ = ["cancel_app", "get_app_logs", "launch_app", "stop_app", "wait_for_app"]
@@ -101,11 +102,9 @@ def stop_app(
         log.info("%s ended %s", app_handle, status.state.name)
         if job.create_artifacts:
             run = job.attach(app_handle)
+            params = sweep_params(run.app)
             _prefect.create_artifact(
-                "table",
-                table=_prefect.replica_rows(status, run.redact),
-                key=_prefect.artifact_key(run.app_name, "replicas"),
-                description=f"replicas of {app_handle}: {status.state.name}",
+                "table", **end_table(status, run.app_name, app_handle, run.redact, params)
             )
     return status
 
