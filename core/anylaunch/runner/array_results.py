@@ -27,12 +27,11 @@ from anylaunch.specs.array_status import ArrayStatus, index_ranges
 from anylaunch.specs.status import AppState
 
 if TYPE_CHECKING:
-    from anylaunch.specs.api import AppDef
+    pass
 
 __all__ = [
     "FULL_RESULTS",
     "TABLE_ROWS",
-    "array_replicas",
     "failed_indices_text",
     "index_markdown",
     "index_results",
@@ -165,19 +164,3 @@ def with_failed_indices(message: str, status: ArrayStatus | None) -> str:
         return message
     first, sep, rest = message.partition("\n")
     return f"{first} ({summary}){sep}{rest}"
-
-
-def array_replicas(app: AppDef) -> list[tuple[str, int]] | None:
-    """The ``(role, index)`` pairs whose logs an array app writes (replica id == index), or
-    None for an app that is not an array (its replicas come from the scheduler).
-
-    >>> from anylaunch.specs import AppDef, ArraySpec, Role
-    >>> array_replicas(AppDef("a", [Role("w", image=".")], array=ArraySpec(3)))
-    [('w', 0), ('w', 1), ('w', 2)]
-    >>> array_replicas(AppDef("a", [Role("w", image=".")])) is None
-    True
-    """
-    array = app.array
-    if array is None or not app.roles:
-        return None
-    return [(app.roles[0].name, i) for i in array.selected]

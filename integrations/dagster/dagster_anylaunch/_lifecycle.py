@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import dagster as dg
 
 from anylaunch.runner import Runner, get_runner
-from anylaunch.runner.array_results import array_replicas, with_failed_indices
+from anylaunch.runner.array_results import with_failed_indices
 from anylaunch.runner.failures import FailureCategory, retryable
 from anylaunch.runner.outcome import error_details
 from anylaunch.runner.reap import owner_id
@@ -347,7 +347,7 @@ class AppWatch:
         app: AppDef,
         extra_env: Mapping[str, str] | None = None,
         workspace: str | Workspace | None = None,
-    ) -> tuple[AppHandle, list[tuple[str, int]]]:
+    ) -> tuple[AppHandle, list[tuple[str, int]] | None]:
         """Dry-runs (logging the request), schedules and records the app; returns its
         handle and its replicas as ``(role, k)``."""
         env = {**self.settings.env, **self.settings.secret_env, **(extra_env or {})}
@@ -410,8 +410,6 @@ class AppWatch:
             replicas: list[tuple[str, int]] | None = None
             if handle is not None:
                 self.handle, self.reattached = handle, True
-                # an array's indices are its role's replicas: follow each one's log
-                replicas = array_replicas(app)
             else:
                 handle, replicas = self.launch(runner, app, extra_env, workspace)
             settings = self.settings
@@ -463,8 +461,7 @@ class AppWatch:
         )
 
 
-def _replicas(app: AppDef) -> list[tuple[str, int]]:
-    found = array_replicas(app)  # an array's indices are its role's replicas
-    if found is not None:
-        return found
+def _replicas(app: AppDef) -> list[tuple[str, int]] | None:
+    if app.array is not None:  # the session follows each index as it starts
+        return None
     return [(role.name, k) for role in app.roles for k in range(role.num_replicas)]

@@ -537,7 +537,6 @@ class AnylaunchJobRun(JobRun[dict[str, Any]]):
 
     def _session(self, runner: Runner) -> AppSession:
         job = self.job
-        from anylaunch.runner.array_results import array_replicas
         from anylaunch.schedulers.api import Stream
 
         return AppSession(
@@ -553,8 +552,6 @@ class AnylaunchJobRun(JobRun[dict[str, Any]]):
             logs="pump" if job.stream_logs and job.log_roles != [] else "off",
             log_roles=job.log_roles,
             log_stream=Stream(job.log_stream),
-            # an array's indices are its role's replicas: follow each one's log
-            replicas=array_replicas(self.app) if self.app is not None else None,
         )
 
     def _ended(self, outcome: Outcome) -> AppStatus:
