@@ -474,6 +474,8 @@ def test_the_supervisor_and_server_import_only_what_they_need() -> None:
     assert ours == {
         "anylaunch",
         "anylaunch.schedulers",
+        "anylaunch.schedulers.common",  # (empty)
+        "anylaunch.schedulers.common.processes",  # pid + start time identity (stdlib only)
         "anylaunch.schedulers.local",
         "anylaunch.schedulers.local.forkserver",
         "anylaunch.schedulers.local.forkserver_server",

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
-
 import anylaunch.specs as specs
 from anylaunch.runner import Runner
 from anylaunch.schedulers.docker.request import _parse_time
@@ -96,8 +94,3 @@ def test_cancel_stops_running_indices_and_never_starts_pending_ones(
     }
     assert not any(s["Running"] for s in states.values())
     assert [i for i, s in states.items() if s["Status"] == "created"] == [2, 3]
-
-
-@pytest.fixture(autouse=True)
-def _no_engine_leftovers() -> None:
-    """(the conftest's runner fixture deletes the session's apps)"""

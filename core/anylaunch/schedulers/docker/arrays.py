@@ -42,6 +42,7 @@ from anylaunch.schedulers.common.arrays import (
     array_response,
     read_array_meta,
 )
+from anylaunch.schedulers.common.processes import is_alive, process_start_time
 from anylaunch.schedulers.common.roles import RANK0_ENV
 from anylaunch.schedulers.docker.request import (
     _KIND_EVENT,
@@ -125,15 +126,13 @@ def is_array(containers: Sequence[_Container]) -> bool:
 
 def _runner_dead(events: Sequence[_Container]) -> str | None:
     """Why the app's runner can start nothing more (it died), or None while it may."""
-    from anylaunch.schedulers.local import state as ls
-
     runner = next((e for e in events if e.event == _RUNNER_EVENT), None)
     if runner is None:
         return None  # being started by the launcher (which starts the first K itself)
     data = runner.data
     if data.get("host") != socket.gethostname():
         return None  # another host's process: not ours to judge
-    if ls.is_alive(data.get("pid"), data.get("start_time")):
+    if is_alive(data.get("pid"), data.get("start_time")):
         return None
     return f"the array's runner (pid {data.get('pid')}) died before starting them"
 
@@ -252,7 +251,6 @@ def run(client: Any, app_id: str, poll_s: float = 0.1, max_poll_s: float = 1.0) 
     """The runner's loop: starts the next created index container while fewer than the
     limit run, until none is left or a cancel is recorded. Returns how many it started."""
     from anylaunch.schedulers.docker import engine
-    from anylaunch.schedulers.local import state as ls
 
     docker = engine._docker()
 
@@ -263,7 +261,7 @@ def run(client: Any, app_id: str, poll_s: float = 0.1, max_poll_s: float = 1.0) 
     replicas = [c for c in containers if c.kind == _KIND_REPLICA]
     if not replicas:
         return 0
-    me = {"pid": os.getpid(), "start_time": ls.process_start_time(os.getpid())}
+    me = {"pid": os.getpid(), "start_time": process_start_time(os.getpid())}
     engine.record_event(
         client,
         app_id,

@@ -232,14 +232,26 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Mapping[str, CfgVal]]):
         return self.schedule(self.submit_dryrun(app, opts.to_cfg()))
 
     def _array_view(self, app_id: str) -> tuple[list[_Container], _Container] | None:
-        """An array app's containers (list entries: one engine call) and its first index
-        container inspected; None when ``app_id`` is no array app."""
+        """An array app's containers (list entries: one engine call, plus an inspect of
+        each running one) and its first index container inspected; None when ``app_id`` is
+        no array app."""
         if not isinstance(app_id, str) or not _APP_ID.match(app_id):
             return None
         client = self._client()
         containers = [_Container.from_summary(s) for s in engine.summaries(client, app_id)]
         if not arrays.is_array(containers):
             return None
+        # the list lags the engine's events (a "die" is announced before the list shows the
+        # exit): the live ones, at most the array's limit, are inspected for their true state
+        live = [i for i, c in enumerate(containers) if c.live]
+
+        def refresh(i: int) -> None:
+            with contextlib.suppress(Exception):  # removed meanwhile: keep the list entry
+                containers[i] = _Container.from_inspect(
+                    client.api.inspect_container(containers[i].id)
+                )
+
+        engine.in_parallel(refresh, live)
         first = min((c for c in containers if c.kind == _KIND_REPLICA), key=lambda c: c.replica_id)
         try:
             return containers, _Container.from_inspect(client.api.inspect_container(first.id))
