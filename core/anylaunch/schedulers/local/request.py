@@ -88,6 +88,8 @@ class LocalAppRequest:
     prepend_cwd: bool
     cancel_grace_s: float
     roles: list[LocalRoleRequest]
+    #: An array app's record (see :mod:`anylaunch.schedulers.local.arrays`); None otherwise.
+    array: dict[str, Any] | None = field(default=None, repr=False)
 
 
 def format_request(request: LocalAppRequest) -> str:

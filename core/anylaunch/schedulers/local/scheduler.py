@@ -25,7 +25,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +42,7 @@ from anylaunch.schedulers.common.roles import check_no_nul, role_from_record, ro
 from anylaunch.schedulers.common.states import aggregate_replica_states, role_statuses
 from anylaunch.schedulers.common.tail import ChangeWaiter, follow, iter_lines
 from anylaunch.schedulers.local import state as ls
+from anylaunch.schedulers.local.arrays import array_record, describe_array, retry_app
 from anylaunch.schedulers.local.request import (
     _SUPERVISOR_MODULE,
     BACKEND,
@@ -63,6 +64,7 @@ from anylaunch.specs.api import (
     AppState,
     ReplicaStatus,
 )
+from anylaunch.specs.arrays import resolve_index
 from anylaunch.specs.errors import (
     InvalidRunConfigException,
     InvalidSpecError,
@@ -158,6 +160,8 @@ class LocalScheduler(Scheduler[Mapping[str, CfgVal]]):
 
     request_type = LocalAppRequest
     factory_kwargs = ("state_dir", "start_timeout")
+    #: an array runs under one app: its supervisor starts the next index as one ends
+    supports_arrays = True
 
     def __init__(
         self,
@@ -214,6 +218,13 @@ class LocalScheduler(Scheduler[Mapping[str, CfgVal]]):
         """Roles without resources are fine locally: there is nothing to reserve."""
 
     def _submit_dryrun(self, app: AppDef, cfg: Mapping[str, CfgVal]) -> AppDryRunInfo[Any]:
+        return AppDryRunInfo(self._request(app, cfg), format_request)
+
+    def _request(
+        self, app: AppDef, cfg: Mapping[str, CfgVal], workdir: str | None = None
+    ) -> LocalAppRequest:
+        """The app's request; ``workdir`` (a retry's) replaces the directory the replicas
+        would run from."""
         opts = LocalOpts.from_cfg(cfg)
         if opts.cancel_grace_s < 0:
             raise InvalidRunConfigException(
@@ -235,13 +246,24 @@ class LocalScheduler(Scheduler[Mapping[str, CfgVal]]):
         gpu_iter = iter(gpus)
 
         roles: list[LocalRoleRequest] = []
+        array = app.array
         for role in app.roles:
             image = os.path.expanduser(role.image) if role.image else ""
             img_root = os.path.abspath(image) if image and os.path.isdir(image) else os.getcwd()
-            replicas = [
-                _replica_request(role, i, app_id, img_root, log_root, next(gpu_iter))
-                for i in range(role.num_replicas)
-            ]
+            img_root = workdir or img_root
+            if array is not None:  # one replica per index, resolved here (no shell)
+                gpu = next(gpu_iter)
+                replicas = [
+                    _replica_request(
+                        resolve_index(role, array, i), i, app_id, img_root, log_root, gpu
+                    )
+                    for i in array.selected
+                ]
+            else:
+                replicas = [
+                    _replica_request(role, i, app_id, img_root, log_root, next(gpu_iter))
+                    for i in range(role.num_replicas)
+                ]
             roles.append(
                 LocalRoleRequest(
                     name=role.name,
@@ -259,8 +281,28 @@ class LocalScheduler(Scheduler[Mapping[str, CfgVal]]):
             prepend_cwd=opts.prepend_cwd,
             cancel_grace_s=float(opts.cancel_grace_s),
             roles=roles,
+            array=array_record(array, cfg, roles[0].replicas[0].cwd) if array else None,
         )
-        return AppDryRunInfo(request, format_request)
+        return request
+
+    def _retry_indices(self, app_id: str, indices: Sequence[int]) -> str:
+        """Schedules a new app that runs ``indices`` of array app ``app_id`` again: the same
+        role, size, parameters, ratio, run options and working directory. All or nothing:
+        the new app exists only once complete (see :meth:`schedule`).
+
+        Raises:
+            UnknownAppException: no such app.
+            InvalidSpecError: the app is not an array, or an index is out of its range.
+        """
+        app_dir = self._app_dir(app_id)
+        request = ls.read_json(app_dir / ls.REQUEST_FILE) if app_dir is not None else None
+        if request is None:
+            from anylaunch.specs.errors import UnknownAppException
+
+            raise UnknownAppException(f"{self.backend}://{self.session_name}/{app_id}")
+        app, cfg, workdir = retry_app(request, indices)
+        resolved = self.run_opts().resolve(cfg)
+        return self.schedule(AppDryRunInfo(self._request(app, resolved, workdir), format_request))
 
     def schedule(self, dryrun_info: AppDryRunInfo[Any]) -> str:
         """Starts the app's supervisor and returns the app id at once.
@@ -495,11 +537,18 @@ class LocalScheduler(Scheduler[Mapping[str, CfgVal]]):
         ]
         role_specs = [role["spec"] for role in request.get("roles", []) if role.get("spec")]
         supervisor = ls.recorded_supervisor(app_dir, state) or {}
+        current, msg, statuses = app_state(state), state.get("msg") or NONE, None
+        array = None
+        if request.get("array"):
+            role_name = request["roles"][0]["name"]
+            current, msg, statuses, array = describe_array(
+                request["array"], role_name, state, current
+            )
         return DescribeAppResponse(
             app_id=app_id,
-            state=app_state(state),
+            state=current,
             num_restarts=int(state.get("num_restarts", 0)),
-            msg=state.get("msg") or NONE,
+            msg=msg,
             structured_error_msg=state.get("structured_error_msg", NONE),
             ui_url=f"file://{state.get('log_dir', request.get('log_dir', ''))}",
             metadata={
@@ -508,8 +557,9 @@ class LocalScheduler(Scheduler[Mapping[str, CfgVal]]):
                 "supervisor_pid": str(supervisor.get("pid", "")),
                 **({CANCEL_REQUESTED: "true"} if (app_dir / ls.CANCEL_FILE).exists() else {}),
             },
-            roles_statuses=role_statuses(replicas),
+            roles_statuses=statuses if statuses is not None else role_statuses(replicas),
             roles=[role_from_record(spec) for spec in role_specs],
+            array=array,
         )
 
     def list(self, cfg: Mapping[str, CfgVal] | None = None) -> list[ListAppResponse]:
@@ -605,8 +655,12 @@ class LocalScheduler(Scheduler[Mapping[str, CfgVal]]):
         request = ls.read_json(app_dir / ls.REQUEST_FILE) if app_dir is not None else None
         if app_dir is None or request is None:
             return None
+        # keyed by replica id: an array's replicas are its selected indices
         return {
-            role["name"]: {k: (app_dir, replica) for k, replica in enumerate(role["replicas"])}
+            role["name"]: {
+                int(replica.get("replica_id", k)): (app_dir, replica)
+                for k, replica in enumerate(role["replicas"])
+            }
             for role in request["roles"]
         }
 

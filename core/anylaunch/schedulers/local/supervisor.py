@@ -222,22 +222,16 @@ class _Replica:
         self.cmd: list[str] = list(spec["cmd"])
         self.env: dict[str, str] = dict(spec["env"])
         self.cwd: str = spec["cwd"]
-        # the launcher leaves the logs to the supervisor (fewer file operations per launch)
-        for log_dir in {
-            os.path.dirname(spec[f"{s}_log"]) for s in ("stdout", "stderr", "combined")
-        }:
-            os.makedirs(log_dir, exist_ok=True)
-        self.logs = {
-            "stdout": _IndexedLog(spec["stdout_log"]),
-            "stderr": _IndexedLog(spec["stderr_log"]),
-            "combined": _IndexedLog(spec["combined_log"]),
-        }
+        self.spec = spec
+        self.logs: dict[str, _IndexedLog] = {}
         self.state = "PENDING"
         self.proc: _Process | None = None
         self.pid: int | None = None
         self.start_time: str | None = None
         self.exit_code: int | None = None
         self.exited_at: float | None = None
+        self.started_at: float | None = None  # wall times of its last run (array records)
+        self.ended_at: float | None = None
         self.kill_at: float | None = None
         self.stop_reason: str | None = None  # set when the supervisor stops it on purpose
         self.restarts = 0
@@ -249,11 +243,24 @@ class _Replica:
     def live(self) -> bool:
         return self.proc is not None
 
+    def open_logs(self) -> None:
+        """Creates its logs (the launcher leaves them to the supervisor: fewer file
+        operations per launch; an array index's only once it starts)."""
+        if self.logs:
+            return
+        spec = self.spec
+        for log_dir in {
+            os.path.dirname(spec[f"{s}_log"]) for s in ("stdout", "stderr", "combined")
+        }:
+            os.makedirs(log_dir, exist_ok=True)
+        self.logs = {s: _IndexedLog(spec[f"{s}_log"]) for s in ("stdout", "stderr", "combined")}
+
     @property
     def name(self) -> str:
         return f"{self.role}/{self.id}"
 
     def emit(self, stream: str, chunk: bytes) -> None:
+        self.open_logs()
         now = time.time()
         self.logs[stream].write(chunk, now)
         self.logs["combined"].write(chunk, now)
@@ -272,6 +279,8 @@ class _Replica:
             "exit_code": self.exit_code,
             "restarts": self.restarts,
             "structured_error_msg": self.error,
+            "started_at": self.started_at,
+            "ended_at": self.ended_at,
         }
 
 
@@ -302,6 +311,12 @@ class Supervisor:
             replicas = [_Replica(r) for r in role_spec["replicas"]]
             self.roles.append(_Role(role_spec, replicas))
             self.replicas.extend(replicas)
+        # an array (``request["array"]``): its replicas are the indices, at most ``limit`` run
+        # at once, in order; a failed index fails alone (retried by itself, as REPLICA)
+        array = request.get("array")
+        self.array_limit: int | None = int(array["limit"]) if array else None
+        self.array_required = int(array["required"]) if array else 0
+        self.waiting: list[_Replica] = []  # array indices not started yet
         self.claimed = False
         self.num_restarts = 0
         self.app_restarts = 0
@@ -350,6 +365,9 @@ class Supervisor:
     # --- replicas -------------------------------------------------------------------------
 
     def start(self, replica: _Replica) -> None:
+        replica.open_logs()
+        replica.started_at = time.time()
+        replica.ended_at = None
         env = dict(self.base_env)
         env.update(replica.env)
         path = env.get("PATH", "")
@@ -442,6 +460,7 @@ class Supervisor:
         # leftover background children of a finished replica must not keep running
         ls.kill_group(replica.pid, replica.start_time, signal.SIGKILL)
         replica.proc = None
+        replica.ended_at = time.time()
         code = proc.returncode
         assert code is not None  # finalize runs once the process exited
         replica.exit_code = code
@@ -458,6 +477,7 @@ class Supervisor:
     def on_failure(self, replica: _Replica, code: int, reason: str) -> None:
         replica.state = "FAILED"
         replica.exit_code = code
+        replica.ended_at = time.time()
         replica.error = json.dumps(
             {
                 "role": replica.role,
@@ -473,6 +493,13 @@ class Supervisor:
         if self.outcome is not None:
             return  # already cancelling or failing: this exit is part of it
         role = next(r for r in self.roles if r.name == replica.role)
+        if self.array_limit is not None:  # an index fails alone, retried by itself
+            if replica.restarts < role.max_retries:
+                self.num_restarts += 1
+                replica.restarts += 1
+                self.stop(replica, "restart")
+                self.pending_restart.append(replica)
+            return
         if role.retry_policy == "REPLICA":
             can_retry, group = replica.restarts < role.max_retries, [replica]
         elif role.retry_policy == "ROLE":
@@ -502,6 +529,7 @@ class Supervisor:
 
     def abort(self, reason: str) -> None:
         self.pending_restart.clear()
+        self.waiting.clear()
         for r in self.replicas:
             if r.live:
                 self.stop(r, reason)
@@ -543,8 +571,12 @@ class Supervisor:
             if current is not None and current.get("state") != "SUBMITTED":
                 return None  # (no state yet: SUBMITTED, see state.read_state)
             self.claimed = True
+            first = self.replicas
+            if self.array_limit is not None:  # the rest start as indices end
+                first = self.replicas[: self.array_limit]
+                self.waiting = self.replicas[self.array_limit :]
             self.check_cancel(time.monotonic())  # a cancel may have raced with the start
-            self.start_group(self.replicas, "PENDING")
+            self.start_group(first, "PENDING")
             self.write_state("RUNNING")
         while True:
             changed = False
@@ -576,17 +608,41 @@ class Supervisor:
                 group, self.pending_restart = self.pending_restart, []
                 self.start_group(group, "RUNNING")
                 changed = True
+            if self.start_waiting():
+                changed = True
             if now >= self.next_reap:
                 self.next_reap = now + _REAP_EVERY_S
                 self.reap_orphans(kill=False)
-            if not any(r.live for r in self.replicas) and not self.pending_restart:
+            if not any(r.live for r in self.replicas) and not (
+                self.pending_restart or self.waiting
+            ):
                 # background processes of the app must not outlive it (escaped ones included)
                 self.reap_orphans(kill=True)
-                final = self.outcome[0] if self.outcome else "SUCCEEDED"
+                final = self.outcome[0] if self.outcome else self.array_end()
                 self.write_state(final)
                 return final
             if changed:
                 self.write_state("RUNNING")
+
+    def start_waiting(self) -> bool:
+        """Starts waiting array indices while fewer than the limit run; True if any did."""
+        if self.outcome is not None or not self.waiting or self.array_limit is None:
+            return False
+        running = sum(1 for r in self.replicas if r.live) + len(self.pending_restart)
+        free = self.array_limit - running
+        if free <= 0:
+            return False
+        group, self.waiting = self.waiting[:free], self.waiting[free:]
+        self.start_group(group, "RUNNING")
+        return True
+
+    def array_end(self) -> str:
+        """The end of an app no cancel or failure decided: SUCCEEDED, or for an array,
+        by its rule (enough indices succeeded); readers recount it from the indices."""
+        if self.array_limit is None:
+            return "SUCCEEDED"
+        succeeded = sum(1 for r in self.replicas if r.state == "SUCCEEDED")
+        return "SUCCEEDED" if succeeded >= self.array_required else "FAILED"
 
     def kill_all(self) -> None:
         for r in self.replicas:
