@@ -20,7 +20,8 @@ GRID = [{"lr": lr} for lr in (0.1, 0.03, 0.01, 0.003, 0.001)]
 
 # index 3 of 5 fails: 4/5 succeed
 SWEEP = """
-import os, sys
+import os, sys, time
+time.sleep(float(os.environ.get("AL_DELAY", "0")))
 i = int(os.environ["ANYLAUNCH_ARRAY_INDEX"])
 arg = sys.argv[1] if len(sys.argv) > 1 else "none"
 print(f"index={i} arg={arg} env_lr={os.environ['ANYLAUNCH_PARAM_LR']}", flush=True)
@@ -28,13 +29,18 @@ sys.exit(1 if i == 3 else 0)
 """
 
 
-def swept(ratio: float) -> specs.AppDef:
-    """A sweep built with specs.sweep: ${param.lr} in the args, ANYLAUNCH_PARAM_LR in the env."""
+def swept(ratio: float, delay: float = 0) -> specs.AppDef:
+    """A sweep built with specs.sweep: ${param.lr} in the args, ANYLAUNCH_PARAM_LR in the env
+    (each index sleeps ``delay`` seconds first)."""
     app = specs.AppDef(
         "sweep",
         [
             specs.Role(
-                "train", image=".", entrypoint=sys.executable, args=["-c", SWEEP, "${param.lr}"]
+                "train",
+                image=".",
+                entrypoint=sys.executable,
+                args=["-c", SWEEP, "${param.lr}"],
+                env={"AL_DELAY": str(delay)},
             )
         ],
     )
@@ -61,7 +67,10 @@ for ratio, tag in ((0.8, "08"), (1.0, "10")):
 
 with DAG("al_sweep_sensed", schedule=None, start_date=START, catchup=False):
     launch = AnylaunchOperator(
-        task_id="launch", app=swept(0.8), scheduler="local_cwd", wait_for_completion=False
+        task_id="launch",
+        app=swept(0.8, delay=2),  # still running when the sensor defers
+        scheduler="local_cwd",
+        wait_for_completion=False,
     )
     wait = AnylaunchAppSensor(
         task_id="wait",
