@@ -128,7 +128,9 @@ def status_dict(
     handle: str, status: AppStatus | None, redact: Callable[[str], str] | None = None
 ) -> dict[str, Any]:
     """The JSON-friendly result of a task: the handle plus ``AppStatus.to_dict()``, with every
-    secret masked by ``redact`` (the dict goes to XCom, exceptions and trigger events).
+    secret masked by ``redact`` (the dict goes to XCom, exceptions and trigger events). For an
+    array app, ``array`` holds the per-index outcomes and ``roles`` the failed indices' replica
+    statuses only, both bounded in size (see ``_arrays``).
 
     >>> from anylaunch.specs.api import AppState, AppStatus
     >>> d = status_dict("local_cwd://s/x-1", AppStatus(AppState.SUCCEEDED))
@@ -157,6 +159,11 @@ def status_dict(
         **status.to_dict(),
         "failure_category": category.value if category is not None else None,
     }
+    if status.array is not None:  # bounded, whatever the array's size
+        from airflow_anylaunch._arrays import array_outcomes, compact_roles
+
+        result["roles"] = compact_roles(status)
+        result["array"] = array_outcomes(status.array)
     return result if redact is None else cast("dict[str, Any]", _masked(result, redact))
 
 

@@ -63,6 +63,15 @@ def check_operator_args(op: AnylaunchOperator, parse_time: bool) -> None:
             "must be an AppDef or a callable returning one",
             "pass specs.AppDef(...) or a function that builds it",
         )
+    from anylaunch.specs.arrays import ArraySpec
+
+    if op.array is not None and not isinstance(op.array, ArraySpec):
+        raise InvalidSpecError(
+            "array",
+            type(op.array).__name__,
+            "must be an anylaunch.specs.ArraySpec or None",
+            "pass e.g. array=ArraySpec(20, parallelism=4) or ArraySpec(len(grid), params=grid)",
+        )
     component = op.component
     if (
         component is not None

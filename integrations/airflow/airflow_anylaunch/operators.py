@@ -22,6 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, ClassVar, NoReturn
 
+from airflow_anylaunch._arrays import ArrayFacts, log_selection, push_array, with_array_summary
 from airflow_anylaunch._common import (
     DEFAULT_CONN_ID,
     XCOM_APP_HANDLE,
@@ -54,6 +55,7 @@ if TYPE_CHECKING:
     from anylaunch.runner.session import AppSession
     from anylaunch.runner.watch import PollError
     from anylaunch.specs.api import AppDef, AppDryRunInfo, AppStatus
+    from anylaunch.specs.arrays import ArraySpec
     from anylaunch.specs.secrets import Redactor
 
 __all__ = ["AnylaunchOperator"]
@@ -84,6 +86,13 @@ class AnylaunchOperator(ResumableJobMixin, BaseOperator):
         component: a component name (``utils.echo``, ``path/file.py:fn``) - templated
         component_args: its arguments, ``{param: value}`` or CLI-style ``["--msg", "hi"]`` -
             templated
+        array: run the app (``app``'s or ``component``'s) as this job array, one task for
+            every index: ``ArraySpec(size, parallelism, min_success_ratio)``, or a sweep's
+            ``ArraySpec(len(grid), params=grid)`` (index ``i`` sees ``${param.<name>}`` and
+            ``ANYLAUNCH_PARAM_<NAME>``). An ``app`` built with ``specs.sweep`` or ``array=``
+            runs as its own array without it. The task fails when fewer than
+            ``min_success_ratio`` of the indices succeed (naming the failed ones); the
+            per-index outcomes go to XCom (``array``)
         scheduler: where to run (default: the connection's) - templated
         cfg: run options of the scheduler, over the connection's - templated
         workspace: overrides the first role's workspace (``""`` disables it) - templated
@@ -151,6 +160,7 @@ class AnylaunchOperator(ResumableJobMixin, BaseOperator):
         app: AppDef | Callable[[], AppDef] | None = None,
         component: str | None = None,
         component_args: Mapping[str, Any] | Sequence[str] | XComArg | None = None,
+        array: ArraySpec | None = None,
         scheduler: str | None = None,
         cfg: Mapping[str, Any] | XComArg | None = None,
         workspace: str | None = None,
@@ -178,6 +188,7 @@ class AnylaunchOperator(ResumableJobMixin, BaseOperator):
         self.app = app
         self.component = component
         self.component_args = component_args
+        self.array = array
         self.scheduler = scheduler
         self.cfg = cfg
         self.workspace = workspace
@@ -207,6 +218,8 @@ class AnylaunchOperator(ResumableJobMixin, BaseOperator):
         self._launched = False  # this try scheduled the app (vs. reattached to one)
         self._scheduler_cfg: tuple[str, dict[str, Any]] = ("", {})
         self._redact: Redactor | None = None
+        self._array: ArrayFacts | None = None  # the app's role and indices, if an array
+        self._logs_of: tuple[list[int] | None, list[tuple[str, int]] | None] | None = None
         #: whether this try's ``ui_url`` XCom exists (else the link must not read it)
         self.ui_url_pushed = False
 
@@ -271,6 +284,9 @@ class AnylaunchOperator(ResumableJobMixin, BaseOperator):
             app = copy.deepcopy(app)
         else:
             app = self._component_appdef()
+        if self.array is not None:
+            app.array = self.array
+            app.validate_array()
         if self.app_name:
             app.name = self.app_name
         for role in app.roles:
@@ -408,6 +424,8 @@ class AnylaunchOperator(ResumableJobMixin, BaseOperator):
         self._session = None
         self._launched = False
         self._redact = None
+        self._array = None
+        self._logs_of = None
         try:
             result = self.execute_resumable(context)
         finally:
@@ -429,6 +447,7 @@ class AnylaunchOperator(ResumableJobMixin, BaseOperator):
 
             label = {ENV_TASK_INSTANCE: task_instance_label(ti)}
         info, app = self._dryrun(scheduler, cfg, parent, label)
+        self._array = ArrayFacts.of_app(app)
         self._redact = self._redactor_for(app)
         self.log.info("anylaunch request for scheduler %s:\n%s", scheduler, self._mask(str(info)))
         handle = self._runner.schedule(info)
@@ -484,6 +503,7 @@ class AnylaunchOperator(ResumableJobMixin, BaseOperator):
             raise AnylaunchAppError(str(e), handle) from None
         if cleared:
             return "CLEARED"  # neither active nor succeeded: a fresh app is launched
+        self._array = ArrayFacts.of_status(status)  # a reattached array streams its indices
         return "MISSING" if status is None else status.state.name
 
     def is_job_active(self, status: str) -> bool:
@@ -491,6 +511,13 @@ class AnylaunchOperator(ResumableJobMixin, BaseOperator):
 
     def is_job_succeeded(self, status: str) -> bool:
         return status == "SUCCEEDED"
+
+    def _log_targets(self) -> tuple[list[int] | None, list[tuple[str, int]] | None]:
+        """The replica ids whose lines stream, and the pairs the log pump reads (an array's
+        indices: see ``_arrays.log_selection``); decided once per try."""
+        if self._logs_of is None:
+            self._logs_of = log_selection(self._array, self.log_replicas, self.log.warning)
+        return self._logs_of
 
     def _publish(self, context: Context, handle: str) -> AppStatus | PollError | None:
         """Pushes the handle and UI link to XCom (before any waiting) and returns the first
@@ -503,6 +530,7 @@ class AnylaunchOperator(ResumableJobMixin, BaseOperator):
         self._handle = handle
         ti = context["ti"]
         ti.xcom_push(key=XCOM_APP_HANDLE, value=handle)
+        log_replicas, replicas = self._log_targets()
         session = self._session = AppSession(
             self._runner,
             handle,
@@ -517,7 +545,8 @@ class AnylaunchOperator(ResumableJobMixin, BaseOperator):
             on_secrets=register_secrets,
             logs="pump" if self.stream_logs else "off",
             log_roles=self.log_roles,
-            log_replicas=self.log_replicas,
+            log_replicas=log_replicas,
+            replicas=replicas,
         )
         session.learn_secrets()
         observation = session.poll()
@@ -555,24 +584,29 @@ class AnylaunchOperator(ResumableJobMixin, BaseOperator):
             session.observe(observation)  # no feed, no log readers: the trigger has its own
             session.close()
             self._defer(context, handle, session)
-        self._result = self._wait(session, observation)
+        self._result = self._wait(session, observation, context)
 
     def get_job_result(self, external_id: Any, context: Context) -> Any:
         if self._result is None:  # the app succeeded in an earlier try
             handle = str(external_id)
             self._result = self._known(handle, self._publish(context, handle))
+            push_array(context, self._result)
         return self._result
 
-    def _wait(self, session: AppSession, first: AppStatus | PollError | None) -> dict[str, Any]:
+    def _wait(
+        self, session: AppSession, first: AppStatus | PollError | None, context: Context
+    ) -> dict[str, Any]:
         """The sync wait: the session watches the app from this thread (an
         ``execution_timeout`` cancels it: a timed-out wait never leaves the app running);
-        returns the status dict of an app that succeeded, raises for anything else."""
+        returns the status dict of an app that succeeded, raises for anything else (an
+        array's per-index outcomes go to XCom either way)."""
         from airflow_anylaunch._compat import AirflowTaskTimeout
 
         handle = session.handle
         outcome = session.run(first, interrupt_cancels=(AirflowTaskTimeout,))
         status = outcome.status
         result = None if status is None else status_dict(handle, status, session.redactor)
+        push_array(context, result)
         if outcome.succeeded:
             assert result is not None
             return result
@@ -581,7 +615,8 @@ class AnylaunchOperator(ResumableJobMixin, BaseOperator):
             "run_timeout": AnylaunchAppTimeout,
             "lost": AnylaunchAppLost,
         }.get(outcome.kind, AnylaunchAppError)
-        raise self._failure(kind, outcome.message, handle, result, outcome.category)
+        message = with_array_summary(outcome.message, status)
+        raise self._failure(kind, message, handle, result, outcome.category)
 
     def _failure(
         self,
@@ -620,6 +655,7 @@ class AnylaunchOperator(ResumableJobMixin, BaseOperator):
             self.ui_url_pushed = True
         began = time.time() if session is None else session.policy.began
         started = session is not None and session.policy.started
+        log_replicas, _ = self._log_targets()
         if session is not None:
             startup_deadline = session.policy.startup_deadline
             run_deadline = session.policy.run_deadline
@@ -638,7 +674,7 @@ class AnylaunchOperator(ResumableJobMixin, BaseOperator):
             poll_interval=self.poll_interval,
             stream_logs=self.stream_logs,
             log_roles=self.log_roles,
-            log_replicas=self.log_replicas,
+            log_replicas=log_replicas,
             # once started, the startup deadline is moot and the run deadline is fixed
             startup_deadline=None if started else startup_deadline,
             run_deadline=run_deadline,
@@ -676,6 +712,7 @@ class AnylaunchOperator(ResumableJobMixin, BaseOperator):
         if handle is not None and isinstance(app_status, dict):
             # a try that deferred at once pushed it empty: the last status knows it
             context["ti"].xcom_push(key=XCOM_UI_URL, value=ui_url_xcom(app_status.get("ui_url")))
+            push_array(context, app_status)
         if outcome == "success":
             return app_status
         message = event.get("message") or f"anylaunch app {handle}: trigger ended with {event!r}"

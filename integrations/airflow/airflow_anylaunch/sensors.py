@@ -1,7 +1,9 @@
 """``AnylaunchAppSensor``: waits for an app launched elsewhere (usually by an upstream task).
 
 Succeeds when the app SUCCEEDED (returning its final status), fails when it ended FAILED or
-CANCELLED or does not exist, with the core failure summary (secrets masked). Works in ``poke``, ``reschedule`` and
+CANCELLED or does not exist, with the core failure summary (secrets masked). An array app is
+one sensor: its state is the array rule's (``min_success_ratio``), a failure names the failed
+indices, and the per-index outcomes go to XCom (``array``) whatever the end. Works in ``poke``, ``reschedule`` and
 deferrable modes; ``soft_fail`` turns a failure into a skip. The sensor does not own the app:
 killing the sensor never cancels it.
 """
@@ -12,6 +14,7 @@ from collections.abc import Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
+from airflow_anylaunch._arrays import ArrayFacts, log_selection, push_array, with_array_summary
 from airflow_anylaunch._common import (
     check_handle,
     is_template,
@@ -128,8 +131,10 @@ class AnylaunchAppSensor(BaseSensorOperator):
             return False
         outcome = session.outcome(decision)
         result = status_dict(handle, outcome.status, session.redactor)
+        push_array(context, result)  # an array's per-index outcomes, whatever its end
         if not outcome.succeeded:  # failed, or lost: vanished, or its scheduler keeps failing
-            raise AnylaunchSensorError(outcome.message, handle, result)
+            message = with_array_summary(outcome.message, outcome.status)
+            raise AnylaunchSensorError(message, handle, result)
         return PokeReturnValue(is_done=True, xcom_value=result)
 
     def execute(self, context: Context) -> Any:
@@ -148,11 +153,15 @@ class AnylaunchAppSensor(BaseSensorOperator):
         done = self.poke(context)  # already over (or unknown): no need to defer
         if done:
             return done.xcom_value if isinstance(done, PokeReturnValue) else None
+        # an array streams (at most so many of) its indices: its replicas
+        seen = self._session.status if self._session is not None else None
+        log_replicas, _ = log_selection(ArrayFacts.of_status(seen), None, self.log.warning)
         self.defer(
             trigger=AnylaunchAppTrigger(
                 app_handle=self._handle(),
                 poll_interval=self.poke_interval if self.poke_interval > 0 else 1.0,
                 stream_logs=self.stream_logs,
+                log_replicas=log_replicas,
                 cancel_on_kill=False,  # the sensor does not own the app
                 cancel_on_timeout=False,
                 secret_env_names=self.secret_env_names,
@@ -164,6 +173,8 @@ class AnylaunchAppSensor(BaseSensorOperator):
     def execute_complete(self, context: Context, event: dict[str, Any] | None = None) -> Any:
         """Resumes after the trigger fired."""
         event = event or {}
+        app_status = event.get("app_status")
+        push_array(context, app_status if isinstance(app_status, dict) else None)
         if event.get("status") == "success":
             return event.get("app_status")
         raise AnylaunchSensorError(

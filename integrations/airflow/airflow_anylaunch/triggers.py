@@ -11,7 +11,7 @@ The trigger yields exactly one event, a dict:
   deadline passed) | ``error`` (the watch was lost: the app vanished, or its scheduler kept
   failing)
 - ``app_handle``, ``app_status`` (``AppStatus.to_dict()`` plus the handle, or None)
-- ``message`` (the core failure summary), ``log_tail`` and ``log_positions`` (the cursor)
+- ``message`` (the core failure summary; an array's names its failed indices), ``log_tail`` and ``log_positions`` (the cursor)
 
 The lifecycle decisions are the core policy's (:class:`anylaunch.runner.watch.WatchPolicy`);
 the trigger only acts on them. Every text in the event and the log is masked by the app's
@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
+from airflow_anylaunch._arrays import XCOM_ARRAY, with_array_summary
 from airflow_anylaunch._common import (
     XCOM_UI_URL,
     check_handle,
@@ -344,7 +345,7 @@ class AnylaunchAppTrigger(BaseTrigger):
                 "app_status": None
                 if status is None
                 else status_dict(self.app_handle, status, session.redactor),
-                "message": outcome.message,
+                "message": with_array_summary(outcome.message, status),
                 "log_tail": list(outcome.tail),
                 "log_positions": dict(positions),
             }
@@ -362,7 +363,10 @@ class AnylaunchAppTrigger(BaseTrigger):
         value = None if status is None else status_dict(self.app_handle, status, redact)
         self.log.info("anylaunch app %s succeeded: ending the task here", self.app_handle)
         ui_url = ui_url_xcom(None if value is None else value.get("ui_url"))
-        return cast("TriggerEvent", success(xcoms={"return_value": value, XCOM_UI_URL: ui_url}))
+        xcoms = {"return_value": value, XCOM_UI_URL: ui_url}
+        if value is not None and "array" in value:  # an array's per-index outcomes
+            xcoms[XCOM_ARRAY] = value["array"]
+        return cast("TriggerEvent", success(xcoms=xcoms))
 
     async def _cancel(self, why: str) -> None:
         """Cancels the app (a kill), best effort: a failing cancel is logged, never raised."""

@@ -51,3 +51,17 @@ def test_launch_and_sense_example(
     (app,) = apps()
     assert f"app {app.app_handle} ended SUCCEEDED" in out
     assert airflow.xcoms(dagrun, "report")["return_value"] == "SUCCEEDED"
+
+
+def test_sweep_example_is_one_task_for_five_indices(
+    airflow: Any, apps: Callable[[], List[Any]], capfd: pytest.CaptureFixture[str]
+) -> None:
+    dagrun = airflow.run(airflow.example_dag("anylaunch_sweep.py", "anylaunch_sweep"))
+    out = capfd.readouterr().out
+    assert airflow.states(dagrun) == {"sweep": "success", "report": "success"}
+    assert len(apps()) == 1  # one array app for the five learning rates
+    for i, lr in enumerate(("0.1", "0.03", "0.01", "0.003", "0.3")):
+        assert f"trainer/{i} training with lr={lr}" in out
+    outcomes = airflow.xcoms(dagrun, "sweep")["array"]
+    assert outcomes["counts"] == {"SUCCEEDED": 4, "FAILED": 1}
+    assert airflow.xcoms(dagrun, "report")["return_value"] == [4]
