@@ -7,8 +7,8 @@
 - **Failure**: the app's state is the array rule's (``min_success_ratio``): the task fails
   when the app does, with the failed indices named (:func:`with_array_summary`).
 - **Logs**: each index is its role's replica (replica id == index), so its lines come out
-  prefixed ``role/index``. One task streams at most :data:`MAX_STREAMED_INDICES` indices
-  (:func:`log_selection`): the session's log pump holds one reader per index.
+  prefixed ``role/index``; the session follows each index from when it starts (a reader per
+  running index, not one per index up front).
 
 No Airflow imports: the operator, the sensor and the trigger share these.
 """
@@ -16,22 +16,18 @@ No Airflow imports: the operator, the sensor and the trigger share these.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from anylaunch.specs.api import AppDef, AppStatus
+    from anylaunch.specs.api import AppStatus
     from anylaunch.specs.array_status import ArrayStatus
 
 __all__ = [
     "MAX_ARRAY_XCOM_CHARS",
-    "MAX_STREAMED_INDICES",
     "XCOM_ARRAY",
-    "ArrayFacts",
     "array_outcomes",
     "compact_roles",
-    "log_selection",
     "push_array",
     "with_array_summary",
 ]
@@ -41,8 +37,6 @@ __all__ = [
 XCOM_ARRAY = "array"
 #: The most characters of JSON the per-index outcomes take (one XCom row stays small).
 MAX_ARRAY_XCOM_CHARS = 64_000
-#: The most indices whose lines one task streams (unless ``log_replicas`` names them).
-MAX_STREAMED_INDICES = 64
 #: The most replica statuses (failed indices) an array app's status dict keeps.
 MAX_REPLICAS_KEPT = 20
 
@@ -139,61 +133,3 @@ def with_array_summary(message: str, status: AppStatus | None) -> str:
         return message
     summary = status.array.summary()
     return message if summary in message else f"{message}\n{summary}"
-
-
-@dataclass(frozen=True)
-class ArrayFacts:
-    """What a task knows of its array app before watching it: its role and indices."""
-
-    role: str | None
-    indices: tuple[int, ...]
-
-    @classmethod
-    def of_app(cls, app: AppDef) -> ArrayFacts | None:
-        """The facts of an app about to be launched (None: not an array)."""
-        if app.array is None:
-            return None
-        return cls(app.roles[0].name if app.roles else None, app.array.selected)
-
-    @classmethod
-    def of_status(cls, status: AppStatus | None) -> ArrayFacts | None:
-        """The facts of an app launched earlier (None: not an array, or unknown)."""
-        if status is None or status.array is None:
-            return None
-        return cls(status.roles[0].role if status.roles else None, status.array.indices())
-
-
-def log_selection(
-    facts: ArrayFacts | None, log_replicas: Sequence[int] | None, warn: Any
-) -> tuple[list[int] | None, list[tuple[str, int]] | None]:
-    """Which indices' lines a task streams, and the ``(role, index)`` pairs its session's
-    log pump reads (None, None: the app's replicas as usual).
-
-    An array's indices are its role's replicas, but the app describes one replica: the
-    pairs are given to the session instead. Past :data:`MAX_STREAMED_INDICES` indices only
-    the first ones are streamed (``warn`` says so) unless ``log_replicas`` names them.
-
-    >>> log_selection(ArrayFacts("w", tuple(range(3))), None, print)
-    ([0, 1, 2], [('w', 0), ('w', 1), ('w', 2)])
-    >>> picked, pairs = log_selection(ArrayFacts("w", tuple(range(1000))), None, print)
-    streaming the logs of 64 of the 1000 indices of this array (0-63): pass log_replicas=[...] to pick others; `anylaunch log <handle>/w --index I` reads any index
-    >>> len(pairs), log_selection(ArrayFacts("w", (0, 1)), [1], print)
-    (64, ([1], [('w', 1)]))
-    """
-    if facts is None:
-        return (None if log_replicas is None else list(log_replicas)), None
-    if log_replicas is not None:
-        known = set(facts.indices)
-        picked = [i for i in log_replicas if i in known]
-    else:
-        picked = list(facts.indices[:MAX_STREAMED_INDICES])
-        if len(facts.indices) > len(picked):
-            from anylaunch.specs.array_status import index_ranges
-
-            warn(
-                f"streaming the logs of {len(picked)} of the {len(facts.indices)} indices of "
-                f"this array ({index_ranges(picked)}): pass log_replicas=[...] to pick others; "
-                f"`anylaunch log <handle>/{facts.role or '<role>'} --index I` reads any index"
-            )
-    pairs = None if facts.role is None else [(facts.role, i) for i in picked]
-    return picked, pairs

@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, ClassVar, NoReturn
 
-from airflow_anylaunch._arrays import ArrayFacts, log_selection, push_array, with_array_summary
+from airflow_anylaunch._arrays import push_array, with_array_summary
 from airflow_anylaunch._common import (
     DEFAULT_CONN_ID,
     XCOM_APP_HANDLE,
@@ -218,8 +218,6 @@ class AnylaunchOperator(ResumableJobMixin, BaseOperator):
         self._launched = False  # this try scheduled the app (vs. reattached to one)
         self._scheduler_cfg: tuple[str, dict[str, Any]] = ("", {})
         self._redact: Redactor | None = None
-        self._array: ArrayFacts | None = None  # the app's role and indices, if an array
-        self._logs_of: tuple[list[int] | None, list[tuple[str, int]] | None] | None = None
         #: whether this try's ``ui_url`` XCom exists (else the link must not read it)
         self.ui_url_pushed = False
 
@@ -424,8 +422,6 @@ class AnylaunchOperator(ResumableJobMixin, BaseOperator):
         self._session = None
         self._launched = False
         self._redact = None
-        self._array = None
-        self._logs_of = None
         try:
             result = self.execute_resumable(context)
         finally:
@@ -447,7 +443,6 @@ class AnylaunchOperator(ResumableJobMixin, BaseOperator):
 
             label = {ENV_TASK_INSTANCE: task_instance_label(ti)}
         info, app = self._dryrun(scheduler, cfg, parent, label)
-        self._array = ArrayFacts.of_app(app)
         self._redact = self._redactor_for(app)
         self.log.info("anylaunch request for scheduler %s:\n%s", scheduler, self._mask(str(info)))
         handle = self._runner.schedule(info)
@@ -503,7 +498,6 @@ class AnylaunchOperator(ResumableJobMixin, BaseOperator):
             raise AnylaunchAppError(str(e), handle) from None
         if cleared:
             return "CLEARED"  # neither active nor succeeded: a fresh app is launched
-        self._array = ArrayFacts.of_status(status)  # a reattached array streams its indices
         return "MISSING" if status is None else status.state.name
 
     def is_job_active(self, status: str) -> bool:
@@ -511,13 +505,6 @@ class AnylaunchOperator(ResumableJobMixin, BaseOperator):
 
     def is_job_succeeded(self, status: str) -> bool:
         return status == "SUCCEEDED"
-
-    def _log_targets(self) -> tuple[list[int] | None, list[tuple[str, int]] | None]:
-        """The replica ids whose lines stream, and the pairs the log pump reads (an array's
-        indices: see ``_arrays.log_selection``); decided once per try."""
-        if self._logs_of is None:
-            self._logs_of = log_selection(self._array, self.log_replicas, self.log.warning)
-        return self._logs_of
 
     def _publish(self, context: Context, handle: str) -> AppStatus | PollError | None:
         """Pushes the handle and UI link to XCom (before any waiting) and returns the first
@@ -530,7 +517,6 @@ class AnylaunchOperator(ResumableJobMixin, BaseOperator):
         self._handle = handle
         ti = context["ti"]
         ti.xcom_push(key=XCOM_APP_HANDLE, value=handle)
-        log_replicas, replicas = self._log_targets()
         session = self._session = AppSession(
             self._runner,
             handle,
@@ -545,8 +531,7 @@ class AnylaunchOperator(ResumableJobMixin, BaseOperator):
             on_secrets=register_secrets,
             logs="pump" if self.stream_logs else "off",
             log_roles=self.log_roles,
-            log_replicas=log_replicas,
-            replicas=replicas,
+            log_replicas=self.log_replicas,
         )
         session.learn_secrets()
         observation = session.poll()
@@ -655,7 +640,6 @@ class AnylaunchOperator(ResumableJobMixin, BaseOperator):
             self.ui_url_pushed = True
         began = time.time() if session is None else session.policy.began
         started = session is not None and session.policy.started
-        log_replicas, _ = self._log_targets()
         if session is not None:
             startup_deadline = session.policy.startup_deadline
             run_deadline = session.policy.run_deadline
@@ -674,7 +658,7 @@ class AnylaunchOperator(ResumableJobMixin, BaseOperator):
             poll_interval=self.poll_interval,
             stream_logs=self.stream_logs,
             log_roles=self.log_roles,
-            log_replicas=log_replicas,
+            log_replicas=self.log_replicas,
             # once started, the startup deadline is moot and the run deadline is fixed
             startup_deadline=None if started else startup_deadline,
             run_deadline=run_deadline,

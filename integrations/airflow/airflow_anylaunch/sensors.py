@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
-from airflow_anylaunch._arrays import ArrayFacts, log_selection, push_array, with_array_summary
+from airflow_anylaunch._arrays import push_array, with_array_summary
 from airflow_anylaunch._common import (
     check_handle,
     is_template,
@@ -153,15 +153,11 @@ class AnylaunchAppSensor(BaseSensorOperator):
         done = self.poke(context)  # already over (or unknown): no need to defer
         if done:
             return done.xcom_value if isinstance(done, PokeReturnValue) else None
-        # an array streams (at most so many of) its indices: its replicas
-        seen = self._session.status if self._session is not None else None
-        log_replicas, _ = log_selection(ArrayFacts.of_status(seen), None, self.log.warning)
         self.defer(
             trigger=AnylaunchAppTrigger(
                 app_handle=self._handle(),
                 poll_interval=self.poke_interval if self.poke_interval > 0 else 1.0,
                 stream_logs=self.stream_logs,
-                log_replicas=log_replicas,
                 cancel_on_kill=False,  # the sensor does not own the app
                 cancel_on_timeout=False,
                 secret_env_names=self.secret_env_names,
