@@ -174,14 +174,10 @@ def measure(name: str, run: Callable[[], tuple[int, list[str]]]) -> dict[str, An
         "rpcs_by_type": ctld,
         "slurmdbd_rpcs": sum(dbd.values()),
         "slurmdbd_rpcs_by_type": dbd,
-        "squeue_calls": query.calls["squeue"]
-        - calls["squeue"]
-        + PER_APP.calls["squeue"]
-        - own["squeue"],
-        "sacct_calls": query.calls["sacct"]
-        - calls["sacct"]
-        + PER_APP.calls["sacct"]
-        - own["sacct"],
+        **{
+            f"{cmd}_calls": query.calls[cmd] - calls[cmd] + PER_APP.calls[cmd] - own[cmd]
+            for cmd in ("squeue", "sacct")
+        },
         "watcher_cpu_s": round(used, 2),
         "wall_s": round(wall, 1),
         "foreign_jobs": started - N,
@@ -208,7 +204,9 @@ def poll_one(job_id: str) -> bool:
     PER_APP.add("squeue")
     cmd = ["squeue", "-h", "-j", job_id, "-o", "%T"]
     state = subprocess.run(cmd, capture_output=True, text=True).stdout.strip()
-    if not state:  # squeue forgot the job (it errs "Invalid job id"): ask accounting
+    # squeue shows no finished job (its default states) and errs "Invalid job id" once the
+    # controller purged it: then ask accounting
+    if not state:
         PER_APP.add("sacct")
         cmd = ["sacct", "-n", "-X", "-P", "-j", job_id, "-o", "State"]
         state = subprocess.run(cmd, capture_output=True, text=True).stdout.strip()
