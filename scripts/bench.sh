@@ -5,8 +5,10 @@
 #                                                anylaunch's own code, TorchX side by side), as
 #                                                `pytest tests/benchmarks --benchmark-enable`
 #   bash scripts/bench.sh slurm-arrays           a 1,000-index Slurm array against 1,000 separate
-#                                                apps, each watched to the end: submissions,
-#                                                slurmctld RPCs (sdiag), watcher CPU, wall time;
+#                                                apps, each watched to the end (once through one
+#                                                shared describe_many, once by a watcher per app:
+#                                                squeue -j / sacct -j): submissions, slurmctld
+#                                                RPCs (sdiag), slurmdbd RPCs, watcher CPU, wall time;
 #                                                writes .benchmarks/slurm_arrays.json (the size:
 #                                                ANYLAUNCH_SLURM_ARRAYS_N, default 1000)
 #   bash scripts/bench.sh engine-scale [N ...]   the engine-scale benchmark (default N: 50 200 500):
