@@ -466,7 +466,8 @@ def watch(
     Raises:
         Exception: the backend's own error once the status calls kept failing
     """
-    from anylaunch.runner.session import AppSession, OptionNames
+    from anylaunch.runner.session import AppSession
+    from anylaunch.runner.session_options import OptionNames
     from anylaunch.runner.watch import Done, Lost, Poll
 
     session = AppSession(

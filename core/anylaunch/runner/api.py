@@ -518,7 +518,8 @@ class Runner(Closing):
         Raises:
             AppWaitTimeoutError: ``timeout`` seconds passed first (the app is not cancelled)
         """
-        from anylaunch.runner.session import AppSession, OptionNames
+        from anylaunch.runner.session import AppSession
+        from anylaunch.runner.session_options import OptionNames
         from anylaunch.runner.watch import Lost
 
         if timeout is not None:

@@ -23,11 +23,14 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections.abc import Callable, Iterable
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
+from anylaunch.runner.failures import FailureCategory, decision_category
+from anylaunch.runner.watch import Decision, Done, RunTimedOut, StartupTimedOut
 from anylaunch.specs.api import NONE, AppStatus
 
-__all__ = ["error_details", "failure_summary", "masked_status", "with_tail"]
+__all__ = ["Outcome", "error_details", "failure_summary", "masked_status", "with_tail"]
 
 #: stderr lines of the structured error kept in a summary.
 STDERR_TAIL_LINES = 10
@@ -143,3 +146,48 @@ def masked_status(status: AppStatus, redact: Callable[[str], str]) -> AppStatus:
             for role in status.roles
         ],
     )
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """How a watch ended, for the engine to map onto its own result or exception.
+
+    Args:
+        handle: the app
+        decision: the policy's final decision
+        status: the app's last status (after a cancel, its end status when that was seen;
+            None: the scheduler had no record of it), secrets masked
+        message: the failure summary, secrets masked ("" for an app that succeeded)
+        tail: the last log lines seen (masked)
+        cancelled: the session cancelled the app (a timeout, or a watch it gave up)
+    """
+
+    handle: str
+    decision: Decision = field(repr=False)  # holds the unmasked status the policy saw
+    status: AppStatus | None
+    message: str
+    tail: tuple[str, ...] = ()
+    cancelled: bool = False
+
+    @property
+    def kind(self) -> Literal["succeeded", "failed", "startup_timeout", "run_timeout", "lost"]:
+        """``succeeded``, ``failed`` (FAILED or CANCELLED), ``startup_timeout``,
+        ``run_timeout`` or ``lost``."""
+        decision = self.decision
+        if isinstance(decision, Done):
+            return "succeeded" if decision.succeeded else "failed"
+        if isinstance(decision, StartupTimedOut):
+            return "startup_timeout"
+        if isinstance(decision, RunTimedOut):
+            return "run_timeout"
+        return "lost"
+
+    @property
+    def succeeded(self) -> bool:
+        """True if the app SUCCEEDED."""
+        return self.kind == "succeeded"
+
+    @property
+    def category(self) -> FailureCategory | None:
+        """The failure category (:mod:`anylaunch.runner.failures`); None on success."""
+        return decision_category(self.decision)

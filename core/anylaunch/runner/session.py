@@ -50,13 +50,16 @@ import logging
 import queue
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, Literal
 
 from anylaunch.runner.driver import cancel_and_wait
-from anylaunch.runner.failures import FailureCategory, decision_category
 from anylaunch.runner.lines import TAIL_LINES, LineBuffer
-from anylaunch.runner.outcome import failure_summary, masked_status
+from anylaunch.runner.outcome import Outcome, failure_summary, masked_status
+from anylaunch.runner.session_options import (
+    DEFAULT_OPTION_NAMES,
+    OptionNames,
+    check_session_arguments,
+)
 from anylaunch.runner.wake import (
     AsyncChangeWaiter,
     await_on_feed,
@@ -69,13 +72,10 @@ from anylaunch.runner.watch import (
     Done,
     Poll,
     PollError,
-    RunTimedOut,
-    StartupTimedOut,
     WatchPolicy,
 )
 from anylaunch.specs.api import AppStatus, parse_app_handle
 from anylaunch.specs.checks import check_seconds, check_type
-from anylaunch.specs.errors import InvalidSpecError
 from anylaunch.specs.secrets import Redactor, secret_values
 
 if TYPE_CHECKING:
@@ -87,11 +87,8 @@ if TYPE_CHECKING:
 __all__ = [
     "CANCEL_WAIT_S",
     "DRAIN_TIMEOUT_S",
-    "SECONDS_OPTION_NAMES",
     "AppSession",
     "LogSink",
-    "OptionNames",
-    "Outcome",
     "cancel_app",
     "logger_sink",
 ]
@@ -137,70 +134,6 @@ def logger_sink(logger: Any) -> LogSink:
         getattr(logger, _LEVEL_METHODS.get(level, "info"))("%s", text)
 
     return sink
-
-
-class OptionNames(NamedTuple):
-    """How a caller names its poll interval and its startup and run timeouts: the session's
-    errors and timeout messages name the caller's own options (the fix a user can apply).
-
-    >>> OptionNames(interval="wait_interval").startup
-    'startup_timeout'
-    """
-
-    interval: str = "poll_interval"
-    startup: str = "startup_timeout"
-    run: str = "run_timeout"
-
-
-#: The names ``Runner.wait``'s policy knows its options by (also the trigger's but one).
-DEFAULT_OPTION_NAMES = OptionNames()
-#: The names of engines whose settings end in ``_s`` (Prefect's job block, Dagster's resource).
-SECONDS_OPTION_NAMES = OptionNames("poll_interval_s", "startup_timeout_s", "run_timeout_s")
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """How a watch ended, for the engine to map onto its own result or exception.
-
-    Args:
-        handle: the app
-        decision: the policy's final decision
-        status: the app's last status (after a cancel, its end status when that was seen;
-            None: the scheduler had no record of it), secrets masked
-        message: the failure summary, secrets masked ("" for an app that succeeded)
-        tail: the last log lines seen (masked)
-        cancelled: the session cancelled the app (a timeout, or a watch it gave up)
-    """
-
-    handle: str
-    decision: Decision = field(repr=False)  # holds the unmasked status the policy saw
-    status: AppStatus | None
-    message: str
-    tail: tuple[str, ...] = ()
-    cancelled: bool = False
-
-    @property
-    def kind(self) -> Literal["succeeded", "failed", "startup_timeout", "run_timeout", "lost"]:
-        """``succeeded``, ``failed`` (FAILED or CANCELLED), ``startup_timeout``,
-        ``run_timeout`` or ``lost``."""
-        decision = self.decision
-        if isinstance(decision, Done):
-            return "succeeded" if decision.succeeded else "failed"
-        if isinstance(decision, StartupTimedOut):
-            return "startup_timeout"
-        if isinstance(decision, RunTimedOut):
-            return "run_timeout"
-        return "lost"
-
-    @property
-    def succeeded(self) -> bool:
-        """True if the app SUCCEEDED."""
-        return self.kind == "succeeded"
-
-    @property
-    def category(self) -> FailureCategory | None:
-        """The failure category (:mod:`anylaunch.runner.failures`); None on success."""
-        return decision_category(self.decision)
 
 
 _UNSET: Any = object()
@@ -284,7 +217,7 @@ class AppSession:
         clock: Callable[[], float] = time.time,
     ) -> None:
         parse_app_handle(app_handle)  # a malformed handle names its fix here
-        _check_arguments(
+        check_session_arguments(
             runner=runner,
             callbacks={
                 "sink": sink,
@@ -803,72 +736,6 @@ class AppSession:
             ).start()
         except Exception as e:  # logs are a convenience: never fail the wait over them
             self.say(logging.WARNING, f"cannot stream the logs of anylaunch app {self.handle}: {e}")
-
-
-def _check_arguments(
-    *,
-    runner: object,
-    callbacks: Mapping[str, object],
-    flags: Mapping[str, object],
-    logs: object,
-    names: Mapping[str, object],
-    log_replicas: object,
-    log_positions: object,
-    tail_size: object,
-    option_names: object,
-    secrets: object,
-) -> None:
-    """Every argument of :class:`AppSession` checked where it enters, naming the field and the
-    fix (the policy's limits are checked by :class:`WatchPolicy`)."""
-    from anylaunch.runner.api import Runner
-
-    if runner is not None:
-        check_type("runner", runner, Runner, "must be a Runner or None", "pass get_runner()")
-    for field_name, fn in callbacks.items():
-        if fn is not None and not callable(fn):
-            raise InvalidSpecError(
-                field_name, type(fn).__name__, "must be callable or None", "pass a function"
-            )
-    for field_name, flag in flags.items():
-        check_type(field_name, flag, bool, "must be True or False", "pass a bool")
-    if logs not in ("pump", "cursor", "off"):
-        raise InvalidSpecError("logs", logs, "is not a log mode", "use 'pump', 'cursor' or 'off'")
-    for field_name, listed in names.items():
-        if listed is not None and (
-            isinstance(listed, (str, bytes))
-            or not isinstance(listed, Iterable)
-            or not all(isinstance(n, str) and n for n in listed)
-        ):
-            raise InvalidSpecError(
-                field_name, listed, "must be a list of names", "e.g. ['trainer']"
-            )
-    if log_replicas is not None and (
-        isinstance(log_replicas, (str, bytes))
-        or not isinstance(log_replicas, Iterable)
-        or not all(_is_index(k) for k in log_replicas)
-    ):
-        raise InvalidSpecError("log_replicas", log_replicas, "must be replica ids >= 0", "e.g. [0]")
-    if log_positions is not None and (
-        not isinstance(log_positions, Mapping)
-        or not all(isinstance(k, str) and _is_index(v) for k, v in log_positions.items())
-    ):
-        raise InvalidSpecError(
-            "log_positions",
-            log_positions,
-            "must map 'role/replica' to a line count >= 0",
-            "e.g. {'trainer/0': 12}",
-        )
-    if not _is_index(tail_size):
-        raise InvalidSpecError("tail_size", tail_size, "must be a whole number >= 0", "e.g. 20")
-    check_type("names", option_names, OptionNames, "must be an OptionNames", "e.g. OptionNames()")
-    if secrets is not None:
-        check_type(
-            "secrets", secrets, Redactor, "must be a Redactor or None", "e.g. Redactor([...])"
-        )
-
-
-def _is_index(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
 def cancel_app(handle: str, wait_s: float = 0.0, runner: Runner | None = None) -> AppStatus | None:

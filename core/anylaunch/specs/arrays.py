@@ -340,12 +340,12 @@ def uses_array_macros(role: Role) -> bool:
 
 
 def _map_role(role: Role, substitute: Any) -> Role:
-    from anylaunch.specs.api import _substitute_nested
+    from anylaunch.specs.substitution import substitute_nested
 
     role = copy.deepcopy(role)
     role.args = [substitute(arg) for arg in role.args]
     role.env = {k: substitute(v) for k, v in role.env.items()}
-    role.metadata = _substitute_nested(role.metadata, substitute)
+    role.metadata = substitute_nested(role.metadata, substitute)
     return role
 
 

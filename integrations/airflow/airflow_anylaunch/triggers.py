@@ -41,7 +41,9 @@ from airflow_anylaunch._cursor import LogCursor
 
 # imported with the module (the triggerer imports it once), never on the event loop later
 from anylaunch.runner import get_runner
-from anylaunch.runner.session import AppSession, OptionNames, Outcome, cancel_app, logger_sink
+from anylaunch.runner.outcome import Outcome
+from anylaunch.runner.session import AppSession, cancel_app, logger_sink
+from anylaunch.runner.session_options import OptionNames
 from anylaunch.runner.wake import AsyncChangeWaiter, scheduler_change_feed
 from anylaunch.runner.watch import DEFAULT_MAX_POLL_ERRORS, Done, Lost, Poll, PollError
 from anylaunch.specs.api import AppStatus, parse_app_handle

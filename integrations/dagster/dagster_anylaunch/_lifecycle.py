@@ -23,7 +23,8 @@ from anylaunch.runner.array_results import with_failed_indices
 from anylaunch.runner.failures import FailureCategory, retryable
 from anylaunch.runner.outcome import error_details
 from anylaunch.runner.reap import owner_id
-from anylaunch.runner.session import SECONDS_OPTION_NAMES, AppSession
+from anylaunch.runner.session import AppSession
+from anylaunch.runner.session_options import SECONDS_OPTION_NAMES
 from anylaunch.specs.api import NONE, AppDef, AppHandle, AppState, AppStatus, Workspace
 from anylaunch.specs.errors import AnylaunchError
 from anylaunch.specs.runopts import CfgVal

@@ -20,14 +20,9 @@ from pydantic import Field, SerializationInfo, field_serializer, field_validator
 
 from anylaunch.runner import Runner, get_runner
 from anylaunch.runner.array_results import with_failed_indices
-from anylaunch.runner.outcome import masked_status
-from anylaunch.runner.session import (
-    SECONDS_OPTION_NAMES,
-    AppSession,
-    Outcome,
-    cancel_app,
-    logger_sink,
-)
+from anylaunch.runner.outcome import Outcome, masked_status
+from anylaunch.runner.session import AppSession, cancel_app, logger_sink
+from anylaunch.runner.session_options import SECONDS_OPTION_NAMES
 from anylaunch.runner.watch import Lost, RunTimedOut, StartupTimedOut
 from anylaunch.specs.api import (
     AppDef,
