@@ -52,6 +52,8 @@ __all__ = [
     "appdef_from_yaml",
     "appdef_to_dict",
     "appdef_to_yaml",
+    "arrayspec_from_dict",
+    "arrayspec_to_dict",
     "role_from_dict",
     "role_to_dict",
 ]
@@ -318,11 +320,25 @@ def appdef_from_dict(data: Mapping[str, Any]) -> AppDef:
         name=data["name"],
         roles=[_role(i, r) for i, r in enumerate(roles)],
         metadata=_dict("AppDef.metadata", data.get("metadata", {})),
-        array=_array(data.get("array")),
+        array=arrayspec_from_dict(data.get("array")),
     )
 
 
-def _array(value: object) -> ArraySpec | None:
+def arrayspec_to_dict(array: ArraySpec) -> dict[str, Any]:
+    """The plain-data form of an array spec (what a scheduler stores to rebuild it).
+
+    >>> arrayspec_to_dict(ArraySpec(3, parallelism=1, indices=[2]))
+    {'size': 3, 'parallelism': 1, 'min_success_ratio': 1.0, 'params': [], 'indices': [2]}
+    >>> arrayspec_from_dict(arrayspec_to_dict(ArraySpec(3, indices=[2]))).selected
+    (2,)
+    """
+    plain: dict[str, Any] = _plain(array)
+    return plain
+
+
+def arrayspec_from_dict(value: object) -> ArraySpec | None:
+    """Inverse of :func:`arrayspec_to_dict` (None stays None); a bad key or value raises
+    InvalidSpecError naming it."""
     if value is None:
         return None
     data = _mapping("AppDef.array", value)

@@ -60,6 +60,7 @@ from anylaunch.schedulers.docker.state import _Container, role_of
 from anylaunch.specs.api import NONE, AppDef, AppState
 from anylaunch.specs.arrays import ARRAY_INDEX_ENV, ArraySpec, retry_spec
 from anylaunch.specs.errors import InvalidSpecError
+from anylaunch.specs.serialize import arrayspec_from_dict, arrayspec_to_dict
 
 __all__ = [
     "LABEL_ARRAY",
@@ -102,16 +103,7 @@ def spec_label(array: ArraySpec) -> str:
     >>> spec_label(ArraySpec(3, parallelism=1, indices=[2]))
     '{"indices": [2], "min_success_ratio": 1.0, "parallelism": 1, "params": [], "size": 3}'
     """
-    return json.dumps(
-        {
-            "size": array.size,
-            "parallelism": array.parallelism,
-            "min_success_ratio": array.min_success_ratio,
-            "params": [dict(row) for row in array.params],
-            "indices": list(array.indices) if array.indices is not None else None,
-        },
-        sort_keys=True,
-    )
+    return json.dumps(arrayspec_to_dict(array), sort_keys=True)
 
 
 def is_array(containers: Sequence[_Container]) -> bool:
@@ -347,13 +339,8 @@ def retry_app(
     role = role_of(replicas[0]) if replicas and text else None
     if text is None or role is None:
         raise InvalidSpecError("app_id", app_id, "is not an array app", "retry arrays only")
-    spec = json.loads(text)
-    original = ArraySpec(
-        int(spec["size"]),
-        parallelism=spec.get("parallelism"),
-        min_success_ratio=float(spec["min_success_ratio"]),
-        params=tuple(spec.get("params") or ()),
-    )
+    original = arrayspec_from_dict(json.loads(text))
+    assert original is not None
     array = retry_spec(original, indices)
     first = replicas[0]
     own = {**role.env, **original.env(first.replica_id)}

@@ -26,6 +26,7 @@ from anylaunch.specs.array_status import ArrayStatus
 from anylaunch.specs.arrays import ArraySpec, retry_spec
 from anylaunch.specs.errors import InvalidSpecError
 from anylaunch.specs.runopts import CfgVal
+from anylaunch.specs.serialize import arrayspec_from_dict, arrayspec_to_dict
 
 __all__ = ["array_record", "describe_array", "retry_app"]
 
@@ -41,13 +42,7 @@ def array_record(array: ArraySpec, cfg: Mapping[str, CfgVal], workdir: str) -> d
         "limit": array.limit,
         "required": array.required_successes(),
         "meta": array_meta(array),
-        "spec": {
-            "size": array.size,
-            "parallelism": array.parallelism,
-            "min_success_ratio": array.min_success_ratio,
-            "params": [dict(row) for row in array.params],
-            "indices": list(array.indices) if array.indices is not None else None,
-        },
+        "spec": arrayspec_to_dict(array),
         "cfg": {k: v for k, v in cfg.items() if v is not None},
         "workdir": workdir,
     }
@@ -94,13 +89,8 @@ def retry_app(request: Mapping[str, Any], indices: Sequence[int]) -> tuple[AppDe
         raise InvalidSpecError(
             "app_id", request.get("app_id"), "is not an array app", "retry arrays only"
         )
-    spec = record["spec"]
-    original = ArraySpec(
-        int(spec["size"]),
-        parallelism=spec.get("parallelism"),
-        min_success_ratio=float(spec["min_success_ratio"]),
-        params=tuple(spec.get("params") or ()),
-    )
+    original = arrayspec_from_dict(record["spec"])
+    assert original is not None
     array = retry_spec(original, indices)
     role = role_from_record(request["roles"][0]["spec"])
     app = AppDef(str(request.get("app_name", "array")), [role], array=array)

@@ -313,13 +313,7 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler[Mapping[str, CfgVal]]):
         request: SlurmBatchRequest = self._own_request(dryrun_info)
         if request.create_workdir:
             os.makedirs(request.workdir, exist_ok=True)
-        out = run_slurm(request.sbatch_cmd(), timeout=120, stdin=request.materialize())
-        job_id = out.strip().split(";", 1)[0]
-        if not job_id.isdigit():
-            raise SlurmCommandError(
-                f"sbatch --parsable printed {out.strip()!r} instead of a job id. Fix: check the "
-                "cluster's job_submit plugins and sbatch defaults (SBATCH_* env vars)"
-            )
+        job_id = _sbatch(request.sbatch_cmd(), request.materialize())
         self._submitted[job_id] = time.monotonic()
         self._workdirs[job_id] = request.workdir
         if isinstance(request, SlurmArrayRequest):
@@ -335,13 +329,7 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler[Mapping[str, CfgVal]]):
             )
         workdir = next((j.workdir for j in jobs if j.workdir), self._workdirs.get(app_id, ""))
         script = retry_script(str(app_id), jobs, workdir, indices)
-        out = run_slurm(["sbatch", "--parsable"], timeout=120, stdin=script)
-        job_id = out.strip().split(";", 1)[0]
-        if not job_id.isdigit():
-            raise SlurmCommandError(
-                f"sbatch --parsable printed {out.strip()!r} instead of a job id. Fix: check the "
-                "cluster's job_submit plugins and sbatch defaults (SBATCH_* env vars)"
-            )
+        job_id = _sbatch(["sbatch", "--parsable"], script)
         self._submitted[job_id] = time.monotonic()
         self._workdirs[job_id] = workdir
         log_dir = os.path.join(workdir, f"slurm-{job_id}")
@@ -552,3 +540,15 @@ def create_scheduler(session_name: str, **kwargs: Any) -> SlurmScheduler:
     'slurm'
     """
     return SlurmScheduler.from_kwargs(session_name, kwargs)
+
+
+def _sbatch(cmd: list[str], script: str) -> str:
+    """Submits ``script`` with ``cmd`` (an ``sbatch --parsable`` line); returns the job id."""
+    out = run_slurm(cmd, timeout=120, stdin=script)
+    job_id = out.strip().split(";", 1)[0]
+    if not job_id.isdigit():
+        raise SlurmCommandError(
+            f"sbatch --parsable printed {out.strip()!r} instead of a job id. Fix: check the "
+            "cluster's job_submit plugins and sbatch defaults (SBATCH_* env vars)"
+        )
+    return job_id
