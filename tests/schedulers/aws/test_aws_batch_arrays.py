@@ -121,6 +121,14 @@ def test_twenty_indices_one_submit_job_and_retry_of_the_failed_one(
         calls.clear()
         retried = runner.retry_failed(handle)
         assert calls["SubmitJob"] == 1, calls
+        # the copied job definition names the new app, not the one it was copied from
+        new_id = scheduler._job_id(retried.rsplit("/", 1)[1])
+        job = scheduler.client.describe_jobs(jobs=[new_id])["jobs"][0]
+        container = scheduler.client.describe_job_definitions(
+            jobDefinitions=[job["jobDefinition"]]
+        )["jobDefinitions"][0]["containerProperties"]
+        env = {e["name"]: e["value"] for e in container["environment"]}
+        assert env["ANYLAUNCH_JOB_ID"] == retried
         retry_status = runner.wait(retried, wait_interval=1.0, timeout=TIMEOUT)
         check_retried(retry_status)
         # one index is a plain job (Batch arrays hold 2 or more children) running index 7

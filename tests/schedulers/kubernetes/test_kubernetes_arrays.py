@@ -153,6 +153,10 @@ def test_fallback_on_the_cluster_runs_at_most_four_and_retries_only_the_failed(
             "batch/v1", "Job", kube_namespace, f"{LABEL_APP_ID}={new_name}"
         )
         assert [j["metadata"]["name"] for j in new_jobs] == [f"{new_name}-shard-{FAILING_INDEX}"]
+        # the copied pod names the new app, not the one it was copied from
+        container = new_jobs[0]["spec"]["template"]["spec"]["containers"][0]
+        env = {e["name"]: e.get("value") for e in container.get("env") or []}
+        assert env["ANYLAUNCH_JOB_ID"] == retried
         retry_status = runner.wait(retried, wait_interval=2.0, timeout=TIMEOUT)
         check_retried(retry_status)
         assert list(runner.log_lines(retried, "shard", k=FAILING_INDEX)) == [

@@ -41,6 +41,7 @@ from anylaunch.schedulers.aws.batch_arrays import (
     list_children,
     meta_of,
     position_of,
+    renamed_definition,
 )
 from anylaunch.schedulers.aws.batch_request import (
     _DESCRIBE_BATCH,
@@ -255,6 +256,7 @@ class AWSBatchScheduler(aws.AWSScheduler):
         tags = {k: v for k, v in (job.get("tags") or {}).items() if not k.startswith("aws:")}
         job_name = aws.make_job_name(tags.get(aws.APP_NAME_TAG, job["jobName"]), 128)
         job_def = {k: v for k, v in found["jobDefinitions"][0].items() if k in _DEFINITION_FIELDS}
+        job_def = renamed_definition(job_def, str(job["jobName"]), job_name)
         job_def.update(jobDefinitionName=job_name, tags=tags)
         submit: dict[str, Any] = {"jobName": job_name, "jobQueue": job["jobQueue"], "tags": tags}
         if job.get("shareIdentifier"):

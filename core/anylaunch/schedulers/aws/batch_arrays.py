@@ -56,6 +56,7 @@ __all__ = [
     "list_children",
     "meta_of",
     "position_of",
+    "renamed_definition",
 ]
 
 #: The job parameter that holds :func:`array_meta` of an array app.
@@ -220,3 +221,29 @@ def _reason(job: Mapping[str, Any]) -> str:
 
     reason = str(job.get("statusReason") or (job.get("container") or {}).get("reason") or "")
     return reason or NONE
+
+
+def renamed_definition(job_def: dict[str, Any], old: str, new: str) -> dict[str, Any]:
+    """``job_def`` whose container's env values and command name job ``new`` where they
+    named ``old``: a retry's copy of the definition names its own app (its handle in
+    ``ANYLAUNCH_JOB_ID``, a resolved ``${app_id}``), not the one it was copied from.
+
+    >>> renamed_definition({"containerProperties": {"command": ["run", "q:a-x1"],
+    ...     "environment": [{"name": "ANYLAUNCH_JOB_ID", "value": "aws_batch://s/q:a-x1"}]}},
+    ...     "a-x1", "a-y2")["containerProperties"]
+    {'command': ['run', 'q:a-y2'], 'environment': [{'name': 'ANYLAUNCH_JOB_ID', 'value': 'aws_batch://s/q:a-y2'}]}
+    """
+    container = job_def.get("containerProperties")
+    if not isinstance(container, dict):
+        return job_def
+    container["environment"] = [
+        {**var, "value": var["value"].replace(old, new)}
+        if isinstance(var.get("value"), str)
+        else var
+        for var in container.get("environment") or []
+    ]
+    if isinstance(container.get("command"), list):
+        container["command"] = [
+            w.replace(old, new) if isinstance(w, str) else w for w in container["command"]
+        ]
+    return job_def

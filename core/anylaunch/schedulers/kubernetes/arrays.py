@@ -280,11 +280,26 @@ _CONTROLLER_LABELS = (
 
 
 def retry_job(
-    job: Mapping[str, Any], name: str, labels: Mapping[str, str], spec: Mapping[str, Any]
+    job: Mapping[str, Any],
+    name: str,
+    labels: Mapping[str, str],
+    spec: Mapping[str, Any],
+    rename: tuple[str, str],
 ) -> dict[str, Any]:
     """A copy of an existing Job under a new ``name`` and app ``labels`` (the replica's own
     labels kept), with ``spec`` fields replaced: how a retry reruns indices with the very pod
-    specs (secret env values included) of the first run."""
+    specs (secret env values included) of the first run. ``rename`` is (old app name, new
+    app name): the containers' env values, args and commands name the new app (its handle
+    in ``ANYLAUNCH_JOB_ID``, a resolved ``${app_id}``).
+
+    >>> job = {"metadata": {"name": "a-x1-w-7"}, "spec": {"template": {"spec": {"containers": [
+    ...     {"env": [{"name": "ANYLAUNCH_JOB_ID", "value": "kubernetes://s/ns:a-x1"}],
+    ...      "args": ["--run", "a-x1"]}]}}}}
+    >>> copied = retry_job(job, "a-y2-w-7", {}, {}, ("a-x1", "a-y2"))
+    >>> container = copied["spec"]["template"]["spec"]["containers"][0]
+    >>> container["env"][0]["value"], container["args"]
+    ('kubernetes://s/ns:a-y2', ['--run', 'a-y2'])
+    """
     import copy
 
     meta = job.get("metadata") or {}
@@ -295,6 +310,15 @@ def retry_job(
     tmeta["labels"] = {**tlabels, **labels}
     for key in ("creationTimestamp", "uid", "resourceVersion"):
         tmeta.pop(key, None)
+    old, new = rename
+    pod_spec = template.get("spec") or {}
+    for container in [*pod_spec.get("initContainers", []), *pod_spec.get("containers", [])]:
+        for var in container.get("env") or []:
+            if isinstance(var.get("value"), str):
+                var["value"] = var["value"].replace(old, new)
+        for key in ("args", "command"):
+            if isinstance(container.get(key), list):
+                container[key] = [w.replace(old, new) if isinstance(w, str) else w for w in container[key]]  # fmt: skip
     kept = {k: v for k, v in (job.get("spec") or {}).items() if k not in ("selector", "template")}
     return {
         "apiVersion": "batch/v1",

@@ -523,16 +523,24 @@ class KubernetesSchedulerBase(DockerWorkspaceMixin, Scheduler[Mapping[str, CfgVa
 
     # --- logs -------------------------------------------------------------------------
 
+    def _record_view(self, namespace: str, name: str) -> AppView | None:
+        """The app's record: from the watch's cache when it holds it, else from the API."""
+        cached, view = (False, None) if self._watch is None else self._watch.record(namespace, name)
+        if not cached or view is None:
+            view = self._find_record(namespace, name)
+        return view
+
     def _log_replicas(self, app_id: str) -> dict[str, dict[int, Any]] | None:
         parsed = parse_app_id(app_id)
-        view = None
-        if parsed is not None:
-            cached, view = (False, None) if self._watch is None else self._watch.record(*parsed)
-            if not cached or view is None:
-                view = self._find_record(*parsed)
+        view = None if parsed is None else self._record_view(*parsed)
         if parsed is None or view is None:
             return None
-        namespace, name = parsed
+        return self._replicas_of_record(parsed[0], parsed[1], view)
+
+    def _replicas_of_record(
+        self, namespace: str, name: str, view: AppView
+    ) -> dict[str, dict[int, Any]]:
+        """Each role's replicas, by replica id, as the app's record lists them."""
         data = record_data(view.record)
         labels = data.get("role_labels", {})
         replicas: dict[str, dict[int, Any]] = {}

@@ -452,12 +452,12 @@ class KubernetesScheduler(KubernetesSchedulerBase):
         for name in names:
             self.client().patch("batch/v1", "Job", namespace, name, {"spec": {"parallelism": 1}})
 
-    def _log_replicas(self, app_id: str) -> dict[str, dict[int, Any]] | None:
-        found = super()._log_replicas(app_id)
-        parsed = parse_app_id(app_id)
-        view = None if found is None or parsed is None else self._find_record(*parsed)
-        array = None if view is None else arrays.read_array_data(record_data(view.record))
-        if found is None or array is None:
+    def _replicas_of_record(
+        self, namespace: str, name: str, view: AppView
+    ) -> dict[str, dict[int, Any]]:
+        found = super()._replicas_of_record(namespace, name, view)
+        array = arrays.read_array_data(record_data(view.record))
+        if array is None:
             return found
         meta = array[0]
         picked = meta.selected if meta.selected is not None else tuple(range(meta.size))
@@ -496,6 +496,7 @@ class KubernetesScheduler(KubernetesSchedulerBase):
                 f"{name}-{label}",
                 labels,
                 {"completions": len(indices), "parallelism": min(limit, len(indices))},
+                (old, name),
             )
             for container in copy["spec"]["template"]["spec"]["containers"]:
                 for var in container.get("env") or []:
@@ -514,7 +515,11 @@ class KubernetesScheduler(KubernetesSchedulerBase):
                 parallelism = 1 if position < limit else 0
                 jobs.append(
                     arrays.retry_job(
-                        job, f"{name}-{label}-{index}", labels, {"parallelism": parallelism}
+                        job,
+                        f"{name}-{label}-{index}",
+                        labels,
+                        {"parallelism": parallelism},
+                        (old, name),
                     )
                 )
         data.update(name=data.get("name", old), created=time.time())
