@@ -328,3 +328,31 @@ def test_anylaunch_reap_cancels_the_app_of_a_task_that_ended_with_the_whole_engi
     finally:
         for name in ("scheduler", "dag-processor", "triggerer"):
             airflow.restart(name)
+
+
+def test_a_deferred_sweep_is_one_task_with_each_index_its_lines_and_outcome(
+    airflow: AirflowDeployment,
+) -> None:
+    """A 4-index sweep (2 at once, index 2 fails, 3 of 4 required) as one deferred task on
+    the deployed triggerer: the task succeeds by the ratio, its log has every index's lines
+    once each (``shard/index``), and XCom holds the per-index outcomes."""
+    sweep = "anylaunch_deploy_sweep"
+    before = app_ids(airflow.state_dir, "sweep")
+    run_id = airflow.trigger(sweep, {})
+    ti = _wait_task(airflow, sweep, run_id)
+    assert ti["state"] == "success", ti
+    assert len([a for a in app_ids(airflow.state_dir, "sweep") if a not in before]) == 1
+    log = airflow.task_log(sweep, run_id, ti["try_number"])
+    for index, name in enumerate("abcd"):
+        for i in (1, 2, 3):
+            line = f"shard/{index} shard {name} line {i}"
+            assert log.count(line) == 1, (line, log[-3000:])
+    assert "failed indices: 2 (exit 1)" in log, log[-3000:]
+    xcom = airflow.get(f"/api/v2/dags/{sweep}/dagRuns/{run_id}/taskInstances/app/xcomEntries/array")
+    outcomes = xcom["value"]
+    if isinstance(outcomes, str):  # the REST API may hand back the stored JSON as text
+        import json
+
+        outcomes = json.loads(outcomes)
+    assert outcomes["counts"] == {"SUCCEEDED": 3, "FAILED": 1}, outcomes
+    assert outcomes["indices"]["FAILED"] == "2" and outcomes["exit_codes"]["2"] == 1

@@ -36,8 +36,12 @@ from anylaunch.cli.cmd_base import (
 from anylaunch.cli.output import print_json
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from anylaunch.cli.live import StatusView
     from anylaunch.runner.api import Runner
+    from anylaunch.runner.logs import LogPump
+    from anylaunch.specs.api import AppStatus
     from anylaunch.specs.secrets import Redactor
 
 logger: logging.Logger = logging.getLogger(__name__)
@@ -279,11 +283,10 @@ def wait_and_report(
     it SUCCEEDED, else 1. Interrupting it leaves the app running. Everything printed goes
     through ``redact``.
     """
-    from anylaunch.cli.arrays import array_replicas
     from anylaunch.cli.live import choose_view, logs_through, watch
     from anylaunch.cli.tables import format_status
     from anylaunch.runner.lines import format_line
-    from anylaunch.runner.logs import LogPump, find_replicas
+    from anylaunch.runner.logs import LogPump, find_replicas, started_replicas
     from anylaunch.specs.api import AppState
     from anylaunch.specs.errors import UnknownAppException
     from anylaunch.specs.secrets import Redactor
@@ -295,19 +298,25 @@ def wait_and_report(
         shown.line(mask(format_line(role, k, line)))
 
     pump: LogPump | None = None
+    follow: Callable[[AppStatus | None], None] | None = None
     try:
         # anylaunch's own messages while waiting are written above a live view, not into it
         with logs_through(shown):
             if log:
                 # a pending replica has no logs to read yet
-                if watch(runner, app_handle, shown, STARTUP_POLL_S, until_started=True) is None:
+                started = watch(runner, app_handle, shown, STARTUP_POLL_S, until_started=True)
+                if started is None:
                     raise UnknownAppException(app_handle)
-                # an array's indices are the replicas of its one role
-                replicas = array_replicas(runner, app_handle)
-                if replicas is None:
+                if started.array is not None:
+                    # an array's indices (its role's replicas) join the pump as they start
+                    pump = LogPump(
+                        runner, app_handle, started_replicas(started), to_view, should_tail=True
+                    ).start()
+                    follow = _adding_started(pump)
+                else:
                     replicas = find_replicas(runner, app_handle)
-                pump = LogPump(runner, app_handle, replicas, to_view, should_tail=True).start()
-            status = watch(runner, app_handle, shown, WAIT_INTERVAL_S)
+                    pump = LogPump(runner, app_handle, replicas, to_view, should_tail=True).start()
+            status = watch(runner, app_handle, shown, WAIT_INTERVAL_S, on_status=follow)
             if pump is not None and not pump.join(timeout=LOG_DRAIN_TIMEOUT_S):
                 logger.warning("gave up waiting for the rest of the logs of %s", app_handle)
     except KeyboardInterrupt:
@@ -329,3 +338,14 @@ def wait_and_report(
         eprint(format_status(status, redact=mask))
         return EXIT_ERROR
     return 0
+
+
+def _adding_started(pump: LogPump) -> Callable[[AppStatus | None], None]:
+    """A status callback that adds each array index's reader to ``pump`` once it starts."""
+    from anylaunch.runner.logs import started_replicas
+
+    def add(status: AppStatus | None) -> None:
+        if status is not None:
+            pump.add(started_replicas(status))
+
+    return add

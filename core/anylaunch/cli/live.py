@@ -458,10 +458,12 @@ def watch(
     wait_interval: float,
     *,
     until_started: bool = False,
+    on_status: Callable[[AppStatus | None], None] | None = None,
 ) -> AppStatus | None:
     """Polls the app until it ends (or, with ``until_started``, has started), showing each
-    status in ``view`` and ticking it while waiting between polls; returns the last status
-    (None if the scheduler no longer knows the app). The app is never cancelled.
+    status in ``view`` (and handing it to ``on_status``) and ticking it while waiting between
+    polls; returns the last status (None if the scheduler no longer knows the app). The app
+    is never cancelled.
 
     Raises:
         Exception: the backend's own error once the status calls kept failing
@@ -478,7 +480,7 @@ def watch(
         cancel_on_timeout=False,
         cancel_on_failure=False,
         logs="off",
-        on_status=view.update,
+        on_status=view.update if on_status is None else _both(view.update, on_status),
         on_tick=_at_most_every(TICK_S, view.tick),
     )
     decision = session.watch(until_started=until_started)
@@ -490,6 +492,16 @@ def watch(
         return None
     assert isinstance(decision, Lost) and decision.error is not None
     raise decision.error
+
+
+def _both(
+    first: Callable[[AppStatus | None], None], second: Callable[[AppStatus | None], None]
+) -> Callable[[AppStatus | None], None]:
+    def call(status: AppStatus | None) -> None:
+        first(status)
+        second(status)
+
+    return call
 
 
 def _at_most_every(seconds: float, fn: Callable[[], None]) -> Callable[[], None]:

@@ -86,3 +86,30 @@ with DAG(
         retry_delay=timedelta(seconds=1),
         anylaunch_conn_id=None,
     )
+
+# a sweep as ONE deferred task: 4 indices, 2 at once, index 2 (name c) fails; 3 of 4 is enough
+SHARD = (
+    'for i in 1 2 3; do echo "shard ${param.name} line $i"; sleep 0.5; done; '
+    'test "${param.name}" != c'
+)
+with DAG(
+    dag_id="anylaunch_deploy_sweep",
+    schedule=None,
+    start_date=datetime(2026, 1, 1),
+    catchup=False,
+):
+    AnylaunchOperator(
+        task_id="app",
+        app=specs.sweep(
+            specs.AppDef(
+                "sweep", [specs.Role("shard", image="/tmp", entrypoint="sh", args=["-c", SHARD])]
+            ),
+            [{"name": name} for name in "abcd"],
+            parallelism=2,
+            min_success_ratio=0.75,
+        ),
+        scheduler="local_cwd",
+        deferrable=True,
+        poll_interval=1.0,
+        anylaunch_conn_id=None,
+    )

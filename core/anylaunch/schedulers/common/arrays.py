@@ -228,7 +228,12 @@ def array_response(
     """
     status = meta.status(
         {i: f.state for i, f in facts.items()},
-        {i: f.exit_code for i, f in facts.items() if f.exit_code is not None},
+        # a succeeded index's 0 says nothing: leaving it out keeps a large status small
+        {
+            i: f.exit_code
+            for i, f in facts.items()
+            if f.exit_code is not None and not (f.exit_code == 0 and f.state == AppState.SUCCEEDED)
+        },
     )
     replicas: list[ReplicaStatus] = []
     for index in status.indices():
