@@ -15,7 +15,7 @@ from anylaunch.runner.api import Runner
 from anylaunch.schedulers.kubernetes import arrays
 from anylaunch.schedulers.kubernetes.names import LABEL_APP_ID
 from anylaunch.schedulers.kubernetes_scheduler import KubernetesScheduler
-from anylaunch.specs import AppState, Resource
+from anylaunch.specs import AppState, Resource, macros
 from tests.schedulers.arrays_kit import (
     FAILING_INDEX,
     PARALLELISM,
@@ -92,7 +92,11 @@ def _started_finished(pod: dict[str, Any]) -> tuple[datetime, datetime]:
 def test_fallback_on_the_cluster_runs_at_most_four_and_retries_only_the_failed(
     k8s: KubernetesScheduler, counting_client: CountingClient, kube_namespace: str, kubelet: str
 ) -> None:
-    app = failing_array_app(BUSYBOX, resource=Resource(cpu=1, gpu=0, memMB=32))
+    app = failing_array_app(
+        BUSYBOX,
+        resource=Resource(cpu=1, gpu=0, memMB=32),
+        role_kwargs={"env": {"APP_ID": macros.app_id}},
+    )
     cfg: dict[str, Any] = {"namespace": kube_namespace, "reserved_millicpu": 950}
     info = k8s.submit_dryrun(app, cfg)  # indexed_job=auto: the 1.20 server gets the fallback
     request: Any = info.request
@@ -156,7 +160,7 @@ def test_fallback_on_the_cluster_runs_at_most_four_and_retries_only_the_failed(
         # the copied pod names the new app, not the one it was copied from
         container = new_jobs[0]["spec"]["template"]["spec"]["containers"][0]
         env = {e["name"]: e.get("value") for e in container.get("env") or []}
-        assert env["ANYLAUNCH_JOB_ID"] == retried
+        assert env["APP_ID"].endswith(new_name), env
         retry_status = runner.wait(retried, wait_interval=2.0, timeout=TIMEOUT)
         check_retried(retry_status)
         assert list(runner.log_lines(retried, "shard", k=FAILING_INDEX)) == [
