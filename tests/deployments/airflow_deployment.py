@@ -109,6 +109,7 @@ class AirflowDeployment:
             "anylaunch_deploy_sync",
             "anylaunch_deploy_deferred",
             "anylaunch_deploy_slurm",
+            "anylaunch_deploy_sweep",
         ):
             wait_until(
                 lambda dag_id=dag_id: self.get(f"/api/v2/dags/{dag_id}"),

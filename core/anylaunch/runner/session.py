@@ -368,7 +368,7 @@ class AppSession:
                 )
             if isinstance(observation, AppStatus) and observation.state.name != self._state:
                 self._state = observation.state.name
-                self.say(logging.INFO, f"anylaunch app {self.handle} is {self._state}")
+                self.say(*_state_record(self.handle, observation))
             if self._on_status is not None:
                 self._on_status(observation)
         return self.policy.observe(observation, self._clock())
@@ -736,6 +736,25 @@ class AppSession:
             ).start()
         except Exception as e:  # logs are a convenience: never fail the wait over them
             self.say(logging.WARNING, f"cannot stream the logs of anylaunch app {self.handle}: {e}")
+
+
+def _state_record(handle: str, status: AppStatus) -> tuple[int, str]:
+    """The record of an app's new state: an array's ends with its summary, a WARNING when it
+    succeeded by its ``min_success_ratio`` with failed indices (say which, in every engine).
+
+    >>> from anylaunch.specs import AppState, ArrayStatus
+    >>> array = ArrayStatus(4, {i: AppState.SUCCEEDED for i in (0, 1, 3)}, {}, 0.75)
+    >>> array.states[2] = AppState.FAILED
+    >>> _state_record("h", AppStatus(AppState.SUCCEEDED, array=array))
+    (30, 'anylaunch app h is SUCCEEDED (array: 3/4 succeeded (3 required); failed indices: 2)')
+    """
+    text = f"anylaunch app {handle} is {status.state.name}"
+    array = status.array
+    if array is None or not status.is_terminal():
+        return logging.INFO, text
+    text += f" ({array.summary()})"
+    succeeded_with_failures = status.state.name == "SUCCEEDED" and bool(array.failed())
+    return (logging.WARNING if succeeded_with_failures else logging.INFO), text
 
 
 def cancel_app(handle: str, wait_s: float = 0.0, runner: Runner | None = None) -> AppStatus | None:

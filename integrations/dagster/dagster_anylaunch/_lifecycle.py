@@ -449,9 +449,6 @@ class AppWatch:
             )
         assert outcome.status is not None
         self.context.log.info(f"app {handle} SUCCEEDED in {duration:.1f}s")
-        array = outcome.status.array
-        if array is not None and array.failed():  # succeeded by min_success_ratio
-            self.context.log.warning(f"app {handle}: {self.mask(array.summary())}")
         return AnylaunchRun(
             handle,
             outcome.status,
