@@ -222,3 +222,26 @@ _CFGS: dict[str, dict[str, Any]] = {
     "kubernetes_mcad": {"namespace": "default"},
     "aws_sagemaker": {"role": "arn:aws:iam::123456789012:role/r"},
 }
+
+
+@pytest.mark.parametrize("indices", [[], "7", [-1], [True], [1.5], None])
+def test_retry_indices_refuses_bad_indices_before_any_lookup(indices: Any) -> None:
+    from anylaunch.runner import get_runner
+
+    with get_runner() as runner:
+        scheduler = runner._scheduler("local_cwd")
+        with pytest.raises(InvalidSpecError) as caught:
+            scheduler.retry_indices("no-such-app", indices)
+    assert caught.value.field == "indices"
+
+
+def test_log_pump_add_refuses_what_is_not_replica_pairs() -> None:
+    from anylaunch.runner import get_runner
+    from anylaunch.runner.logs import LogPump
+
+    with get_runner() as runner:
+        pump = LogPump(runner, "local_cwd://s/app-1", [], lambda role, k, line: None)
+        for bad in ([("w", -1)], "w/0", [("w",)], 3):
+            with pytest.raises(InvalidSpecError, match="replicas="):
+                pump.add(bad)  # type: ignore[arg-type]
+        assert pump.add([("w", 0), ("w", 0)]) == 1  # a pair is read once

@@ -198,22 +198,6 @@ class LogPump:
             raise InvalidSpecError(
                 "streams", streams, "must be a Stream or None", "e.g. Stream.COMBINED"
             )
-        if isinstance(replicas, (str, bytes)) or not all(
-            isinstance(pair, tuple)
-            and len(pair) == 2
-            and isinstance(pair[0], str)
-            and pair[0]
-            and isinstance(pair[1], int)
-            and not isinstance(pair[1], bool)
-            and pair[1] >= 0
-            for pair in replicas
-        ):
-            raise InvalidSpecError(
-                "replicas",
-                replicas,
-                "must be a list of (role, replica_id) pairs",
-                "pass find_replicas(runner, app_handle), e.g. [('trainer', 0)]",
-            )
         self._sink: LineSink | None = None
         self._stream: TextIO | None = None
         if callable(out):
@@ -251,8 +235,9 @@ class LogPump:
         """Reads these replicas too (those not read yet), at once if the pump has started:
         an array's indices join as they start, so that a 1,000-index array holds about as
         many reader threads as it runs indices at once. Returns how many were added."""
+        pairs = _checked_pairs(replicas)
         added = 0
-        for role, k in replicas:
+        for role, k in pairs:
             if (role, k) in self._pumped:
                 continue
             self._pumped.add((role, k))
@@ -305,6 +290,32 @@ class LogPump:
                 elif self._stream is not None:
                     self._stream.write(prefix + text + "\n")
                     self._stream.flush()
+
+
+def _checked_pairs(replicas: object) -> list[tuple[str, int]]:
+    """``replicas`` as a list of ``(role, replica_id)`` pairs, or the error naming them."""
+    pairs = (
+        list(replicas)
+        if isinstance(replicas, Iterable) and not isinstance(replicas, (str, bytes))
+        else None
+    )
+    if pairs is None or not all(
+        isinstance(pair, tuple)
+        and len(pair) == 2
+        and isinstance(pair[0], str)
+        and pair[0]
+        and isinstance(pair[1], int)
+        and not isinstance(pair[1], bool)
+        and pair[1] >= 0
+        for pair in pairs
+    ):
+        raise InvalidSpecError(
+            "replicas",
+            replicas,
+            "must be a list of (role, replica_id) pairs",
+            "pass find_replicas(runner, app_handle), e.g. [('trainer', 0)]",
+        )
+    return pairs
 
 
 def _close(iterable: Iterable[str]) -> None:

@@ -224,7 +224,19 @@ class Scheduler(abc.ABC, Generic[T]):
                 f"the {self.backend} scheduler does not run arrays: {self.array_refusal}",
                 "retry arrays on a scheduler that runs them",
             )
-        return self._retry_indices(app_id, sorted(set(indices)))
+        if (
+            isinstance(indices, (str, bytes))
+            or not isinstance(indices, Iterable)
+            or not (picked := list(indices))
+            or not all(isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in picked)
+        ):
+            raise InvalidSpecError(
+                "indices",
+                indices,
+                "must be a non-empty list of array indices >= 0",
+                "pass the indices to rerun, e.g. [3, 17] (Runner.retry_failed finds them)",
+            )
+        return self._retry_indices(app_id, sorted(set(picked)))
 
     def _retry_indices(self, app_id: str, indices: Sequence[int]) -> str:
         raise NotImplementedError(f"{type(self).__name__} runs arrays but cannot retry them")

@@ -202,7 +202,30 @@ class ArrayStatus:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ArrayStatus:
-        """Inverse of :meth:`to_dict`."""
+        """Inverse of :meth:`to_dict`.
+
+        Raises:
+            InvalidSpecError: ``data`` is not what :meth:`to_dict` writes.
+
+        >>> ArrayStatus.from_dict({"sise": 3})
+        Traceback (most recent call last):
+        ...
+        anylaunch.specs.errors.InvalidSpecError: array={'sise': 3} is invalid: is not an ArrayStatus dict (KeyError: 'size'). Fix: pass what ArrayStatus.to_dict() returned
+        """
+        try:
+            return cls._from_dict(data)
+        except InvalidSpecError:
+            raise
+        except (KeyError, TypeError, ValueError, AttributeError) as e:
+            raise InvalidSpecError(
+                "array",
+                data,
+                f"is not an ArrayStatus dict ({type(e).__name__}: {e})",
+                "pass what ArrayStatus.to_dict() returned",
+            ) from None
+
+    @classmethod
+    def _from_dict(cls, data: Mapping[str, Any]) -> ArrayStatus:
         selected = data.get("selected")
         states: dict[int, AppState] = {}
         for name, ranges in dict(data.get("indices", {})).items():
