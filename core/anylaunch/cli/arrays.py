@@ -361,26 +361,15 @@ def array_replicas(
     Raises:
         InvalidSpecError: an unknown role, or an index the array does not run.
     """
-    from anylaunch.specs.errors import did_you_mean
+    from anylaunch.runner.logs import find_replicas
 
     status = runner.status(app_handle)
     if status is None or status.array is None:
         return None
-    names = [r.role for r in status.roles]
-    if not names:
-        app = runner.describe(app_handle)
-        names = [r.name for r in app.roles] if app is not None else []
-    if role is not None and role not in names:
-        hint = did_you_mean(role, names).strip()
-        raise InvalidSpecError(
-            "role",
-            role,
-            f"app {app_handle} has no such role" + (f" ({hint})" if hint else ""),
-            f"use one of: {', '.join(names) or '(no roles)'}",
-        )
     picked = list(status.array.indices()) if indices is None else list(indices)
     check_indices(flag, picked, status.array, app_handle)
-    return [(name, i) for name in ([role] if role is not None else names) for i in picked]
+    wanted = set(picked)  # find_replicas checks the role (with a did-you-mean)
+    return [(name, i) for name, i in find_replicas(runner, app_handle, role) if i in wanted]
 
 
 def _cut_ranges(ranges: str, shown: int = RANGES_SHOWN) -> str:
