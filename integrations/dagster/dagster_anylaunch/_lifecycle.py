@@ -249,6 +249,10 @@ def failure(
     return dg.Failure(description=mask(description), metadata=meta, allow_retries=allow_retries)
 
 
+# pauses between tries of a reattach record write (the last entry is not slept)
+_BOOKKEEPING_PAUSES_S = (0.2, 0.5, 1.0, 0.0)
+
+
 class AppWatch:
     """Launches (or reattaches to) one app for a step and sees it to its end."""
 
@@ -311,7 +315,10 @@ class AppWatch:
             return None
         api = _reattach_api()
         if api is not None and launch_record is not None:
-            api.record_external_reattach(self._op_context, launch_record)
+            self._bookkeep(
+                "record the reattach",
+                lambda: api.record_external_reattach(self._op_context, launch_record),
+            )
         self._tag_run(handle)
         self.context.log.info(
             f"reattaching to app {handle} ({status.state.name}) launched by an earlier attempt"
@@ -321,9 +328,32 @@ class AppWatch:
     def _tag_run(self, handle: AppHandle) -> None:
         step_key = _step_key(self.context)
         if step_key is not None:
-            self.context.instance.add_run_tags(
-                self._op_context.run_id, {run_tag_key(step_key): handle}
+            tags = {run_tag_key(step_key): handle}
+            self._bookkeep(
+                "tag the run with the app's handle",
+                lambda: self.context.instance.add_run_tags(self._op_context.run_id, tags),
             )
+
+    def _bookkeep(self, what: str, write: Callable[[], object]) -> None:
+        """Writes a reattach record to Dagster's instance storage, retrying briefly.
+
+        The app is already launched when these writes happen: failing the step over them
+        (a SQLite instance says "database table is locked" under load) would leave the app
+        running unwatched. Without the record, only a retried step's reattach is lost (it
+        launches anew), so a write that keeps failing is a warning.
+        """
+        for attempt, pause in enumerate(_BOOKKEEPING_PAUSES_S):
+            try:
+                write()
+                return
+            except Exception as e:  # any storage's error: the record is best effort
+                if attempt == len(_BOOKKEEPING_PAUSES_S) - 1:
+                    self.context.log.warning(
+                        f"could not {what} (a retried step will launch anew instead of"
+                        f" reattaching): {self.mask(str(e))}"
+                    )
+                    return
+                time.sleep(pause)
 
     def _record_launch(self, runner: Runner, handle: AppHandle) -> None:
         ui_url: str | None = None
@@ -333,11 +363,15 @@ class AppWatch:
         step_key = _step_key(self.context)
         api = _reattach_api()
         if step_key is not None and api is not None and self.client_name is not None:
-            api.record_external_launch(
-                self._op_context,
-                client_name=self.client_name,
-                external_run_id=handle,
-                external_run_url=ui_url or None,
+            client_name = self.client_name
+            self._bookkeep(
+                "record the launch",
+                lambda: api.record_external_launch(
+                    self._op_context,
+                    client_name=client_name,
+                    external_run_id=handle,
+                    external_run_url=ui_url or None,
+                ),
             )
         self._tag_run(handle)
         self.context.log.info(f"launched {handle}" + (f" ({ui_url})" if ui_url else ""))
