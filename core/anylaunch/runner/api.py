@@ -28,6 +28,7 @@ from anylaunch.schedulers.api import (
     SchedulerFactory,
     Stream,
 )
+from anylaunch.schedulers.common.capacity import Capacity
 from anylaunch.schedulers.common.changes import ChangeFeed
 from anylaunch.schedulers.common.closing import Closing
 from anylaunch.specs.api import (
@@ -395,6 +396,40 @@ class Runner(Closing):
         # route by the name this runner knows the scheduler by (may differ from its backend)
         info._scheduler = scheduler
         return info
+
+    def check_capacity(
+        self, app: AppDef, scheduler: str, cfg: Mapping[str, CfgVal] | None = None
+    ) -> Capacity:
+        """Asks ``scheduler`` whether it can run ``app`` now (yes / no / unknown, with the
+        reason); submits nothing. ``cfg`` is filled and resolved as :meth:`dryrun` does. A
+        backend that cannot be asked answers ``unknown`` with the error as the reason.
+
+        Raises:
+            UnknownSchedulerException, InvalidRunConfigException, InvalidSpecError: bad input
+        """
+        from anylaunch.runner.config import apply
+
+        check_type("app", app, AppDef, "must be an AppDef", "pass specs.AppDef(...)")
+        if cfg is not None and not isinstance(cfg, Mapping):
+            raise InvalidRunConfigException(
+                "cfg", cfg, "must be a mapping of option name to value", "pass a dict"
+            )
+        app = copy.deepcopy(app)
+        app.validate()
+        sched = self._scheduler(scheduler)
+        opts = sched.run_opts()
+        merged: dict[str, CfgVal] = dict(cfg or {})
+        apply(scheduler, merged, opts=opts)
+        resolved = opts.resolve(merged)
+        sched._pre_build_validate(app, scheduler, resolved)
+        sched._validate(app, scheduler, resolved)
+        try:
+            return sched.check_capacity(app, resolved)
+        except (InvalidSpecError, InvalidRunConfigException):
+            raise
+        except Exception as e:  # unreachable backend, refused call: no signal, not a verdict
+            logger.warning("capacity check on %s failed: %s", scheduler, e)
+            return Capacity.unknown(f"could not ask {scheduler}: {type(e).__name__}: {e}")
 
     @staticmethod
     def _build_workspace(

@@ -15,6 +15,7 @@ from datetime import datetime
 from enum import Enum
 from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
+from anylaunch.schedulers.common.capacity import Capacity
 from anylaunch.schedulers.common.changes import ChangeFeed
 from anylaunch.specs.api import (
     NONE,
@@ -257,6 +258,19 @@ class Scheduler(abc.ABC, Generic[T]):
                 + ", ".join(b for b in _ARRAY_BACKENDS if b != self.backend)
                 + "), or run the indices as separate apps",
             )
+
+    def check_capacity(self, app: AppDef, cfg: T) -> Capacity:
+        """Whether the backend can run ``app`` with ``cfg`` now: yes, no or unknown, with the
+        reason (and the expected start where the backend tells). Changes nothing on the
+        backend and makes a bounded number of calls (``Capacity.calls``); the placement guide
+        lists each scheduler's signal. ``cfg`` is resolved (``run_opts().resolve``).
+        """
+        self.check_array_support(app)
+        return self._check_capacity(app, cfg)
+
+    def _check_capacity(self, app: AppDef, cfg: T) -> Capacity:
+        """The backend's signal; by default there is none."""
+        return Capacity.unknown(f"the {self.backend} scheduler has no capacity signal")
 
     @abc.abstractmethod
     def _submit_dryrun(self, app: AppDef, cfg: T) -> AppDryRunInfo[object]:
