@@ -12,13 +12,13 @@ True
 from __future__ import annotations
 
 import copy
-import dataclasses
+import functools
 import logging
 import os
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from anylaunch.schedulers import get_scheduler_factories
 from anylaunch.schedulers.api import (
@@ -52,7 +52,12 @@ from anylaunch.specs.errors import (
     UnknownSchedulerException,
     did_you_mean,
 )
+from anylaunch.specs.handles import is_placed
 from anylaunch.specs.runopts import CfgVal, runopts
+
+if TYPE_CHECKING:
+    from anylaunch.runner.placed import PlacedApps
+    from anylaunch.runner.placement import Placement
 
 __all__ = [
     "DEFAULT_SESSION_NAME",
@@ -93,50 +98,6 @@ class AppWaitTimeoutError(AnylaunchError, TimeoutError):
             f"{last_state.name}). Fix: wait longer (a larger timeout), or stop it with "
             f"Runner.cancel({app_handle!r}) / `anylaunch cancel {app_handle}`"
         )
-
-
-def _component_cli_args(component_fn: Any, args: Mapping[str, object]) -> list[str]:
-    """Turns ``{param: value}`` into the component's command-line arguments.
-
-    A list value for the ``*args`` parameter is passed after ``--``; None means "use the
-    default".
-    """
-    import inspect
-
-    varargs = next(
-        (
-            p.name
-            for p in inspect.signature(component_fn).parameters.values()
-            if p.kind is inspect.Parameter.VAR_POSITIONAL
-        ),
-        None,
-    )
-
-    def as_cli(value: object) -> str:
-        if isinstance(value, bool):
-            return "true" if value else "false"
-        if isinstance(value, (list, tuple)):
-            return ",".join(as_cli(v) for v in value)
-        if isinstance(value, dict):
-            return ",".join(f"{as_cli(k)}={as_cli(v)}" for k, v in value.items())
-        return str(value)
-
-    cli: list[str] = []
-    rest: list[str] = []
-    for key, value in args.items():
-        if not isinstance(key, str) or not key:
-            raise InvalidSpecError(
-                "component_args", key, "keys must be parameter names", "use {'msg': 'hi'}"
-            )
-        if value is None:
-            continue
-        if key == varargs:
-            items = value if isinstance(value, (list, tuple)) else [value]
-            rest = ["--", *(as_cli(v) for v in items)]
-        else:
-            # --name=value keeps values that start with '-' from reading as options
-            cli.append(f"--{key}={as_cli(value)}")
-    return cli + rest
 
 
 class Runner(Closing):
@@ -188,6 +149,12 @@ class Runner(Closing):
                 errors.append(e)
         if errors:
             raise errors[0]
+
+    @functools.cached_property
+    def _placed(self) -> PlacedApps:
+        from anylaunch.runner.placed import PlacedApps
+
+        return PlacedApps(self)
 
     @property
     def session_name(self) -> str:
@@ -293,6 +260,7 @@ class Runner(Closing):
         """
         from anylaunch.components import get_component
         from anylaunch.runner.config import get_configs
+        from anylaunch.specs.builder_values import component_cli_args
         from anylaunch.specs.builders import materialize_appdef
 
         if not isinstance(component, str) or not component:
@@ -301,7 +269,7 @@ class Runner(Closing):
             )
         component_fn = get_component(component).fn
         if isinstance(component_args, Mapping):
-            cli_args = _component_cli_args(component_fn, component_args)
+            cli_args = component_cli_args(component_fn, component_args)
         elif isinstance(component_args, (list, tuple)) and all(
             isinstance(a, str) for a in component_args
         ):
@@ -322,17 +290,55 @@ class Runner(Closing):
     def run(
         self,
         app: AppDef,
-        scheduler: str,
+        scheduler: str | None = None,
         cfg: Mapping[str, CfgVal] | None = None,
         workspace: str | Workspace | None = None,
         parent_run_id: str | None = None,
+        *,
+        placement: Placement | None = None,
     ) -> AppHandle:
         """Dry-runs then schedules ``app``; everything is validated before submission.
 
+        With ``placement`` (instead of ``scheduler`` and ``cfg``) the app goes to the first
+        of its targets that can run it now and keeps one stable handle while it moves
+        between targets (see :mod:`anylaunch.runner.placement`).
+
         Returns:
-            the app handle ``{scheduler}://{session_name}/{app_id}``
+            the app handle ``{scheduler}://{session_name}/{app_id}`` (a placed app's:
+            ``placement://{session_name}/{app_id}``)
+
+        Raises:
+            NoTargetCanRunError: every target of ``placement`` said no (nothing submitted)
         """
+        if placement is not None:
+            if scheduler is not None or cfg is not None:
+                raise InvalidSpecError(
+                    "scheduler",
+                    scheduler,
+                    "cannot be given with placement (its targets name the schedulers)",
+                    "pass either scheduler (and cfg) or placement",
+                )
+            check_type("app", app, AppDef, "must be an AppDef", "pass specs.AppDef(...)")
+            return self._placed.launch(app, placement, workspace, parent_run_id)
+        if scheduler is None:
+            raise InvalidSpecError(
+                "scheduler", None, "is required", "pass a scheduler name, or placement=..."
+            )
         return self.schedule(self.dryrun(app, scheduler, cfg, workspace, parent_run_id))
+
+    def attach(
+        self,
+        app_handle: AppHandle,
+        app: AppDef,
+        placement: Placement,
+        workspace: str | Workspace | None = None,
+        parent_run_id: str | None = None,
+    ) -> None:
+        """Makes this runner the driver of a placed app another process launched (a retried
+        engine task reattaching): its status calls now move the app when its placement says
+        so. Pass the same app and placement the launch had."""
+        check_type("app", app, AppDef, "must be an AppDef", "pass specs.AppDef(...)")
+        self._placed.attach(app_handle, app, placement, workspace, parent_run_id)
 
     def dryrun(
         self,
@@ -362,8 +368,6 @@ class Runner(Closing):
             InvalidRunConfigException: cfg has an unknown, missing or mistyped option
             InvalidSpecError: the app cannot work on this scheduler
         """
-        from anylaunch.runner.config import apply
-
         check_type("app", app, AppDef, "must be an AppDef", "pass specs.AppDef(...)")
         if cfg is not None and not isinstance(cfg, Mapping):
             raise InvalidRunConfigException(
@@ -375,10 +379,7 @@ class Runner(Closing):
         app.validate()
         sched = self._scheduler(scheduler)
         sched.check_array_support(app)
-        opts = sched.run_opts()
-        merged: dict[str, CfgVal] = dict(cfg or {})
-        apply(scheduler, merged, opts=opts)
-        resolved = opts.resolve(merged)
+        resolved = self.resolve_cfg(scheduler, cfg)
 
         sched._pre_build_validate(app, scheduler, resolved)
         self._build_workspace(sched, app, workspace, resolved)
@@ -397,6 +398,26 @@ class Runner(Closing):
         info._scheduler = scheduler
         return info
 
+    def resolve_cfg(
+        self, scheduler: str, cfg: Mapping[str, CfgVal] | None = None
+    ) -> dict[str, CfgVal]:
+        """``cfg`` filled from ``.anylaunchconfig`` (explicit keys win) and resolved against
+        the scheduler's run options, as :meth:`dryrun` submits it.
+
+        Raises:
+            UnknownSchedulerException, InvalidRunConfigException: bad scheduler or cfg
+        """
+        from anylaunch.runner.config import apply
+
+        if cfg is not None and not isinstance(cfg, Mapping):
+            raise InvalidRunConfigException(
+                "cfg", cfg, "must be a mapping of option name to value", "pass a dict"
+            )
+        opts = self._scheduler(scheduler).run_opts()
+        merged: dict[str, CfgVal] = dict(cfg or {})
+        apply(scheduler, merged, opts=opts)
+        return dict(opts.resolve(merged))
+
     def check_capacity(
         self, app: AppDef, scheduler: str, cfg: Mapping[str, CfgVal] | None = None
     ) -> Capacity:
@@ -407,20 +428,11 @@ class Runner(Closing):
         Raises:
             UnknownSchedulerException, InvalidRunConfigException, InvalidSpecError: bad input
         """
-        from anylaunch.runner.config import apply
-
         check_type("app", app, AppDef, "must be an AppDef", "pass specs.AppDef(...)")
-        if cfg is not None and not isinstance(cfg, Mapping):
-            raise InvalidRunConfigException(
-                "cfg", cfg, "must be a mapping of option name to value", "pass a dict"
-            )
         app = copy.deepcopy(app)
         app.validate()
         sched = self._scheduler(scheduler)
-        opts = sched.run_opts()
-        merged: dict[str, CfgVal] = dict(cfg or {})
-        apply(scheduler, merged, opts=opts)
-        resolved = opts.resolve(merged)
+        resolved = self.resolve_cfg(scheduler, cfg)
         sched._pre_build_validate(app, scheduler, resolved)
         sched._validate(app, scheduler, resolved)
         try:
@@ -478,12 +490,16 @@ class Runner(Closing):
 
     def status(self, app_handle: AppHandle) -> AppStatus | None:
         """Returns the app's status, or None if the scheduler does not know the app."""
+        if is_placed(app_handle):
+            return self._placed.status(app_handle)
         sched, app_id = self._scheduler_app_id(app_handle)
         return self._to_status(app_handle, sched.describe(app_id))
 
     def cancel_requested(self, app_handle: AppHandle) -> bool:
         """True once someone asked to cancel the app (a durable mark on its backend), even
         while it is still stopping."""
+        if is_placed(app_handle):
+            return self._placed.cancel_requested(app_handle)
         sched, app_id = self._scheduler_app_id(app_handle)
         return sched.cancel_requested(app_id)
 
@@ -514,6 +530,8 @@ class Runner(Closing):
         by_scheduler: dict[str, dict[AppHandle, str]] = {}
         for handle in handles:
             backend, _, app_id = parse_app_handle(handle)
+            if is_placed(handle):  # each follows its own current attempt
+                continue
             by_scheduler.setdefault(backend, {})[handle] = app_id
         # every scheduler is created before any is queried: a bad name fails up front
         scheds = {backend: self._scheduler(backend) for backend in by_scheduler}
@@ -522,6 +540,9 @@ class Runner(Closing):
             descs = scheds[backend].describe_many(list(dict.fromkeys(ids.values())))
             for handle, app_id in ids.items():
                 found[handle] = self._to_status(handle, descs.get(app_id))
+        for handle in handles:
+            if is_placed(handle):
+                found[handle] = self._placed.status(handle)
         return {handle: found[handle] for handle in handles}
 
     def _to_status(
@@ -592,31 +613,13 @@ class Runner(Closing):
             InvalidSpecError: the app is not an array, is still running, or no index failed.
             UnknownAppException: the app no longer exists.
         """
-        from anylaunch.specs.errors import InvalidSpecError
+        from anylaunch.runner.array_results import indices_to_retry
 
         sched, app_id = self._scheduler_app_id(app_handle)
         status = self._to_status(app_handle, sched.describe(app_id))
         if status is None:
             raise UnknownAppException(app_handle)
-        if status.array is None:
-            raise InvalidSpecError(
-                "app_handle", app_handle, "is not an array app", "retry arrays only"
-            )
-        if not status.is_terminal():
-            raise InvalidSpecError(
-                "app_handle",
-                app_handle,
-                f"is still {status.state.name} ({status.array.summary()})",
-                "wait for the array to end (Runner.wait) before retrying its failed indices",
-            )
-        failed = status.array.failed()
-        if not failed:
-            raise InvalidSpecError(
-                "app_handle",
-                app_handle,
-                f"has no failed index ({status.array.summary()})",
-                "retry arrays whose indices failed",
-            )
+        failed = indices_to_retry(app_handle, status)
         new_id = sched.retry_indices(app_id, failed)
         return make_app_handle(sched.backend, self._name, new_id)
 
@@ -628,25 +631,9 @@ class Runner(Closing):
         if desc is None:
             self._apps.pop(app_handle, None)
             return None
-        if desc.roles:
-            name = cached.name if cached is not None else app_id
-            roles = list(desc.roles)
-            array = None
-            if desc.array is not None:  # an array: what its status says of its spec
-                from anylaunch.specs.arrays import ArraySpec
+        from anylaunch.runner.array_results import described_app
 
-                roles = [dataclasses.replace(role, num_replicas=1) for role in roles]
-                array = cached.array if cached is not None else None
-                if array is None:
-                    array = ArraySpec(
-                        desc.array.size,
-                        min_success_ratio=desc.array.min_success_ratio,
-                        indices=desc.array.selected,
-                    )
-            return AppDef(name=name, roles=roles, metadata=dict(desc.metadata), array=array)
-        if cached is not None:  # the scheduler cannot describe roles: what we submitted
-            return copy.deepcopy(cached)
-        return AppDef(name=app_id, roles=[], metadata=dict(desc.metadata))
+        return described_app(desc, cached, app_id)
 
     def log_lines(
         self,
@@ -684,6 +671,8 @@ class Runner(Closing):
 
         The app ends CANCELLED once the scheduler has stopped it (or FAILED if it could not).
         """
+        if is_placed(app_handle):
+            return self._placed.cancel(app_handle)
         sched, app_id = self._scheduler_app_id(app_handle)
         sched.cancel(app_id)
 
@@ -744,6 +733,11 @@ class Runner(Closing):
     def _scheduler_app_id(self, app_handle: AppHandle) -> tuple[Scheduler[Any], str]:
         # the handle's session may be another runner's: the scheduler knows the app by id
         backend, _, app_id = parse_app_handle(app_handle)
+        if is_placed(app_handle):  # a placed app: the attempt it runs as now
+            current = self._placed.current(app_handle)
+            if current is None:
+                raise UnknownAppException(app_handle)
+            backend, _, app_id = parse_app_handle(current)
         return self._scheduler(backend), app_id
 
     # defined last: inside the class body, the name `list` would shadow the builtin

@@ -20,22 +20,29 @@ them, under a one-line summary.
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from anylaunch.specs.api import AppDef
 from anylaunch.specs.array_status import ArrayStatus, index_ranges
-from anylaunch.specs.status import AppState
+from anylaunch.specs.arrays import ArraySpec
+from anylaunch.specs.errors import InvalidSpecError
+from anylaunch.specs.status import AppState, AppStatus
 
 if TYPE_CHECKING:
-    pass
+    from anylaunch.schedulers.api import DescribeAppResponse
 
 __all__ = [
     "FULL_RESULTS",
     "TABLE_ROWS",
+    "described_app",
     "failed_indices_text",
     "index_markdown",
     "index_results",
     "index_rows",
+    "indices_to_retry",
     "with_failed_indices",
 ]
 
@@ -164,3 +171,51 @@ def with_failed_indices(message: str, status: ArrayStatus | None) -> str:
         return message
     first, sep, rest = message.partition("\n")
     return f"{first} ({summary}){sep}{rest}"
+
+
+def indices_to_retry(app_handle: str, status: AppStatus) -> list[int]:
+    """The failed (or cancelled) indices ``Runner.retry_failed`` relaunches.
+
+    Raises:
+        InvalidSpecError: the app is not an array, is still running, or no index failed.
+    """
+    if status.array is None:
+        raise InvalidSpecError("app_handle", app_handle, "is not an array app", "retry arrays only")
+    if not status.is_terminal():
+        raise InvalidSpecError(
+            "app_handle",
+            app_handle,
+            f"is still {status.state.name} ({status.array.summary()})",
+            "wait for the array to end (Runner.wait) before retrying its failed indices",
+        )
+    failed = status.array.failed()
+    if not failed:
+        raise InvalidSpecError(
+            "app_handle",
+            app_handle,
+            f"has no failed index ({status.array.summary()})",
+            "retry arrays whose indices failed",
+        )
+    return failed
+
+
+def described_app(desc: DescribeAppResponse, cached: AppDef | None, app_id: str) -> AppDef:
+    """The app ``Runner.describe`` rebuilds from a describe response and what this process
+    submitted (``cached``): an array's roles are one replica, its spec from its status."""
+    if desc.roles:
+        name = cached.name if cached is not None else app_id
+        roles = list(desc.roles)
+        array = None
+        if desc.array is not None:  # an array: what its status says of its spec
+            roles = [dataclasses.replace(role, num_replicas=1) for role in roles]
+            array = cached.array if cached is not None else None
+            if array is None:
+                array = ArraySpec(
+                    desc.array.size,
+                    min_success_ratio=desc.array.min_success_ratio,
+                    indices=desc.array.selected,
+                )
+        return AppDef(name=name, roles=roles, metadata=dict(desc.metadata), array=array)
+    if cached is not None:  # the scheduler cannot describe roles: what we submitted
+        return copy.deepcopy(cached)
+    return AppDef(name=app_id, roles=[], metadata=dict(desc.metadata))

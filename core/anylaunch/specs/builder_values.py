@@ -25,7 +25,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["ValueSpec", "coerce_value", "unwrap_optional", "value_spec"]
+from anylaunch.specs.errors import InvalidSpecError
+
+__all__ = ["ValueSpec", "coerce_value", "component_cli_args", "unwrap_optional", "value_spec"]
 
 _TRUE = frozenset({"true", "1", "yes"})
 _FALSE = frozenset({"false", "0", "no"})
@@ -256,3 +258,50 @@ def _coerce_primitive(tp: type, value: object) -> Any:
     if isinstance(value, tp) and (tp is bool or not isinstance(value, bool)):
         return value
     raise TypeError(f"expected {_PRIMITIVES[tp]}, got {type(value).__name__}")
+
+
+def component_cli_args(component_fn: Any, args: Mapping[str, object]) -> list[str]:
+    """Turns ``{param: value}`` into the component's command-line arguments.
+
+    A list value for the ``*args`` parameter is passed after ``--``; None means "use the
+    default".
+
+    >>> def fn(msg: str, flag: bool = False, *rest: str) -> None: ...
+    >>> component_cli_args(fn, {"msg": "hi", "flag": True, "rest": ["a", "b"]})
+    ['--msg=hi', '--flag=true', '--', 'a', 'b']
+    """
+
+    varargs = next(
+        (
+            p.name
+            for p in inspect.signature(component_fn).parameters.values()
+            if p.kind is inspect.Parameter.VAR_POSITIONAL
+        ),
+        None,
+    )
+
+    def as_cli(value: object) -> str:
+        if isinstance(value, bool):
+            return "true" if value else "false"
+        if isinstance(value, (list, tuple)):
+            return ",".join(as_cli(v) for v in value)
+        if isinstance(value, dict):
+            return ",".join(f"{as_cli(k)}={as_cli(v)}" for k, v in value.items())
+        return str(value)
+
+    cli: list[str] = []
+    rest: list[str] = []
+    for key, value in args.items():
+        if not isinstance(key, str) or not key:
+            raise InvalidSpecError(
+                "component_args", key, "keys must be parameter names", "use {'msg': 'hi'}"
+            )
+        if value is None:
+            continue
+        if key == varargs:
+            items = value if isinstance(value, (list, tuple)) else [value]
+            rest = ["--", *(as_cli(v) for v in items)]
+        else:
+            # --name=value keeps values that start with '-' from reading as options
+            cli.append(f"--{key}={as_cli(value)}")
+    return cli + rest

@@ -107,3 +107,16 @@ def make_app_handle(scheduler_backend: str, session_name: str, app_id: str) -> A
     handle = f"{scheduler_backend}://{session_name}/{app_id}"
     parse_app_handle(handle)  # reject ids that would not parse back
     return handle
+
+
+#: The scheduler part of a placed app's stable handle (``Runner.run(app, placement=...)``).
+PLACEMENT_SCHEME = "placement"
+
+
+def is_placed(app_handle: AppHandle) -> bool:
+    """True for a placed app's stable handle.
+
+    >>> is_placed("placement://s/train-1a2b3c4d"), is_placed("slurm://s/123")
+    (True, False)
+    """
+    return isinstance(app_handle, str) and app_handle.startswith(f"{PLACEMENT_SCHEME}://")

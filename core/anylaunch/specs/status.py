@@ -18,6 +18,7 @@ from anylaunch.specs.markers import NONE
 
 if TYPE_CHECKING:
     from anylaunch.specs.array_status import ArrayStatus
+    from anylaunch.specs.placement_status import PlacementHistory
 
 # ---------------------------------------------------------------------------------------------
 # States and statuses
@@ -160,6 +161,7 @@ class AppStatus:
     ui_url: str | None = None
     roles: list[RoleStatus] = field(default_factory=list)
     array: ArrayStatus | None = None
+    placement: PlacementHistory | None = None
 
     def is_terminal(self) -> bool:
         """True once the app has SUCCEEDED, FAILED or been CANCELLED."""
@@ -199,6 +201,7 @@ class AppStatus:
             "ui_url": self.ui_url,
             "roles": [r.to_dict() for r in self.roles],
             **({"array": self.array.to_dict()} if self.array is not None else {}),
+            **({"placement": self.placement.to_dict()} if self.placement is not None else {}),
         }
 
     @classmethod
@@ -235,8 +238,10 @@ class AppStatus:
     @classmethod
     def _from_dict(cls, data: Mapping[str, Any]) -> AppStatus:
         from anylaunch.specs.array_status import ArrayStatus
+        from anylaunch.specs.placement_status import PlacementHistory
 
         array = data.get("array")
+        placement = data.get("placement")
         return cls(
             state=_state_from(data["state"]),
             num_restarts=int(data.get("num_restarts", 0)),
@@ -261,6 +266,7 @@ class AppStatus:
                 for r in data.get("roles", [])
             ],
             array=ArrayStatus.from_dict(array) if array is not None else None,
+            placement=PlacementHistory.from_dict(placement) if placement is not None else None,
         )
 
     def to_json(self, filter_roles: Iterable[str] | None = None) -> dict[str, Any]:

@@ -408,5 +408,6 @@ def status_yaml(status: AppStatus) -> str:
             for role in status.roles
         ],
         **({"array": status.array.to_dict()} if status.array is not None else {}),
+        **({"placement": status.placement.to_dict()} if status.placement is not None else {}),
     }
     return str(yaml.safe_dump({"AppStatus": _plain(data)}, sort_keys=True))

@@ -56,7 +56,9 @@ class Capacity:
         return cls(CanRun.UNKNOWN, reason, None, calls)
 
     def __str__(self) -> str:
-        start = f" (expected start {self.expected_start.isoformat()})" if self.expected_start else ""
+        start = (
+            f" (expected start {self.expected_start.isoformat()})" if self.expected_start else ""
+        )
         return f"{self.can_run.value}: {self.reason}{start}"
 
 
