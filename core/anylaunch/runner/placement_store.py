@@ -30,6 +30,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import threading
 import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -224,7 +225,8 @@ class PlacementStore:
             with self._fs.open(path, "xb") as f:
                 f.write(body)
             return
-        tmp = f"{path}.{os.getpid()}.tmp"  # readers never see half a file
+        # readers never see half a file; every writer (process, thread) has its own tmp
+        tmp = f"{path}.{os.getpid()}-{threading.get_ident()}.tmp"
         with self._fs.open(tmp, "wb") as f:
             f.write(body)
         self._fs.mv(tmp, path)

@@ -60,6 +60,7 @@ from anylaunch.runner.session_options import (
     OptionNames,
     check_session_arguments,
 )
+from anylaunch.runner.session_placement import AttemptFollower
 from anylaunch.runner.wake import (
     AsyncChangeWaiter,
     await_on_feed,
@@ -73,6 +74,7 @@ from anylaunch.runner.watch import (
     Poll,
     PollError,
     WatchPolicy,
+    has_started,
 )
 from anylaunch.specs.api import AppStatus, parse_app_handle
 from anylaunch.specs.checks import check_seconds, check_type
@@ -290,6 +292,8 @@ class AppSession:
         self._lines = LineBuffer(self.redactor, tail_size=max(tail_size, 0))
         self._notes: queue.SimpleQueue[tuple[int, str]] = queue.SimpleQueue()
         self._pump: LogPump | None = None
+        self._old_pumps: list[LogPump] = []  # a placed app's earlier attempts' readers
+        self._attempts = AttemptFollower()
         self._pump_tried = False
         self._pump_errors_told = 0
         self._follower: LogFollower | None = None
@@ -366,6 +370,8 @@ class AppSession:
                     f"status of anylaunch app {self.handle} answers again after "
                     f"{self.policy.poll_errors} failed call(s)",
                 )
+            for level, note in self._attempts.notes(observation):
+                self.say(level, f"anylaunch app {self.handle}: {note}")
             if isinstance(observation, AppStatus) and observation.state.name != self._state:
                 self._state = observation.state.name
                 self.say(*_state_record(self.handle, observation))
@@ -384,7 +390,11 @@ class AppSession:
         if not self._secrets_known and not isinstance(observation, PollError):
             self.learn_secrets()
         decision = self.observe(observation)
-        if self.policy.started:
+        if self._attempts.moved(self.policy.last_status) and self._pump is not None:
+            self._old_pumps.append(self._pump)  # it ends with its attempt
+            self._pump, self._pump_tried = None, False
+        last = self.policy.last_status
+        if self.policy.started and (not isinstance(last, AppStatus) or has_started(last.state)):
             self._start_pump()
             self._pump_started_indices()
         return decision
@@ -678,7 +688,8 @@ class AppSession:
         return min(DRAIN_AFTER_CANCEL_S, self.cancel_wait_s) if ended is not None else 0.0
 
     def _pump_done(self) -> bool:
-        return self._pump is None or self._pump.join(timeout=0)
+        pumps = [*self._old_pumps, *([self._pump] if self._pump is not None else [])]
+        return all(pump.join(timeout=0) for pump in pumps)
 
     def _drained(self) -> None:
         self.emit()
@@ -728,7 +739,7 @@ class AppSession:
             ]
             self._pump = LogPump(
                 self._reader_runner or self._runner().sibling,
-                self.handle,
+                self._attempts.reader_handle(self.handle, status),
                 replicas,
                 self._lines,
                 should_tail=True,
