@@ -17,17 +17,22 @@ class CmdDescribe(AppSubCommand):
     def run_on(self, app_handle: str, args: argparse.Namespace) -> int:
         from anylaunch.runner import get_runner
         from anylaunch.specs.errors import UnknownAppException
+        from anylaunch.specs.handles import is_placed
         from anylaunch.specs.serialize import appdef_to_dict
 
         with get_runner() as runner:
             app = runner.describe(app_handle)
+            # a placed app: every target it was tried on and why it moved
+            status = runner.status(app_handle) if is_placed(app_handle) else None
         if app is None:
             raise UnknownAppException(app_handle)
         # secret env values are masked: describe output ends up in terminals and tickets
         masked = appdef_to_dict(
             app, mask_secrets=True, secret_env=secret_env_names(args.secret_env)
         )
-        data = {"app_handle": app_handle, "AppDef": masked}
+        data: dict[str, object] = {"app_handle": app_handle, "AppDef": masked}
+        if status is not None and status.placement is not None:
+            data["placement"] = status.placement.to_dict()
         if args.json:
             from anylaunch.cli.output import print_json
 

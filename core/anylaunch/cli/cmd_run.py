@@ -34,6 +34,7 @@ from anylaunch.cli.cmd_base import (
     secret_env_names,
 )
 from anylaunch.cli.output import print_json
+from anylaunch.cli.placement import add_placement_arguments, placement_flags
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -111,15 +112,19 @@ class CmdRun(SubCommand):
             "-s",
             "--scheduler",
             type=str,
+            action="append",
             default=None,
-            help="scheduler to run on (default: [cli:run] scheduler, else the default scheduler)",
+            help="scheduler to run on (default: [cli:run] scheduler, else the default "
+            "scheduler); repeat it to list placement targets in order",
         )
         subparser.add_argument(
             "-cfg",
             "--scheduler_args",
             type=str,
+            action="append",
             default=None,
-            help="scheduler run options as K=V,K2=V2 (`anylaunch runopts SCHEDULER` lists them)",
+            help="scheduler run options as K=V,K2=V2 (`anylaunch runopts SCHEDULER` lists "
+            "them); once per -s when -s is repeated",
         )
         subparser.add_argument(
             "--dryrun",
@@ -159,6 +164,7 @@ class CmdRun(SubCommand):
         )
         add_secret_env_argument(subparser)
         add_array_arguments(subparser)
+        add_placement_arguments(subparser)
         subparser.add_argument(
             "component_and_args",
             nargs=argparse.REMAINDER,
@@ -168,6 +174,7 @@ class CmdRun(SubCommand):
 
     def run(self, args: argparse.Namespace) -> int:
         from anylaunch.runner import get_runner
+        from anylaunch.runner.placement import Placement, Target
         from anylaunch.schedulers import get_default_scheduler_name
         from anylaunch.specs.secrets import app_redactor
 
@@ -181,33 +188,47 @@ class CmdRun(SubCommand):
                 "`component` in the [cli:run] section of .anylaunchconfig"
             )
         args.component = component  # lets error reports name it as typed
-        scheduler = args.scheduler or defaults.get("scheduler") or get_default_scheduler_name()
-        cfg_str = (
-            args.scheduler_args
-            if args.scheduler_args is not None
-            else defaults.get("scheduler_args", "")
-        )
+        schedulers = args.scheduler or [defaults.get("scheduler") or get_default_scheduler_name()]
+        cfg_strs = args.scheduler_args or [defaults.get("scheduler_args", "")]
         workspace = args.workspace if args.workspace is not None else defaults.get("workspace")
         parent_run_id = args.parent_run_id or defaults.get("parent_run_id")
 
         secret_env = secret_env_names(args.secret_env, defaults.get("secret_env"))
         # checked before any scheduler loads: a bad flag costs nothing
         array = array_options(args)
+        placing = placement_flags(args, schedulers, cfg_strs)
 
         with get_runner() as runner:
-            cfg = runner.cfg_from_str(scheduler, cfg_str)
-            if array is None:
-                info = runner.dryrun_component(
-                    component, component_args, scheduler, cfg, workspace, parent_run_id
-                )
-            else:
-                app = array.apply(runner.materialize_component(component, component_args))
-                info = runner.dryrun(app, scheduler, cfg, workspace, parent_run_id)
-            redact = app_redactor(getattr(info, "_app", None), secret_env)
+            cfgs = [
+                runner.cfg_from_str(sched, cfg_strs[i] if len(cfg_strs) > 1 else cfg_strs[0])
+                for i, sched in enumerate(schedulers)
+            ]
+            app = runner.materialize_component(component, component_args)
+            app = array.apply(app) if array is not None else app
+            # a placed launch dry-runs each target itself when it tries it
+            infos = [
+                runner.dryrun(app, sched, cfg, workspace, parent_run_id)
+                for sched, cfg in zip(schedulers, cfgs, strict=True)
+                if args.dryrun or placing is None
+            ]
+            redact = app_redactor(getattr(infos[0], "_app", None) if infos else app, secret_env)
             if args.dryrun:
-                self._print_dryrun(info, secret_env, redact, args.json)
+                for sched, info in zip(schedulers, infos, strict=True):
+                    if len(infos) > 1 and not args.json:
+                        print(f"=== TARGET {sched} ===")
+                    self._print_dryrun(info, secret_env, redact, args.json)
                 return 0
-            app_handle = runner.schedule(info)
+            if placing is None:
+                app_handle = runner.schedule(infos[0])
+            else:
+                targets = [
+                    Target(sched, cfg, placing.startup_timeout)
+                    for sched, cfg in zip(schedulers, cfgs, strict=True)
+                ]
+                placement = Placement(targets, placing.max_infra_retries, placing.checkpoint_root)
+                app_handle = runner.run(
+                    app, workspace=workspace, parent_run_id=parent_run_id, placement=placement
+                )
             try:
                 if not args.json:
                     # the handle alone on stdout: scripts capture it with $(anylaunch run ...)

@@ -97,7 +97,18 @@ def format_status(
     array = status.array
     if array is not None and array.summary() not in status.msg:
         summary.append(["Array:", array.summary()])
+    if status.placement is not None:  # a placed app: where it runs now, then its history
+        current = status.placement.current
+        summary.append(
+            [
+                "Placement:",
+                f"attempt {status.placement.attempt} on {current.scheduler}"
+                f" ({current.handle or 'not placed'})",
+            ]
+        )
     parts = [format_table(summary)]
+    if status.placement is not None and len(status.placement.entries) > 1:
+        parts.append(mask(status.placement.describe()))
     if array is not None:
         parts.append(format_table(state_ranges_table(array)))
 
