@@ -210,6 +210,7 @@ def test_a_reader_without_the_app_waits_for_the_driver_and_drivers_never_double_
         seen = reader.status(handle)
         assert seen is not None and seen.state == AppState.PENDING, seen
         assert "waiting for its driver to start attempt 1" in seen.msg
+        assert seen.placement is not None and "supervisor died" in seen.placement.next_move
 
         statuses: list[AppStatus | None] = []
         drivers = [

@@ -296,7 +296,7 @@ class PlacedApps:
                     msg=f"attempt {current.attempt} on {current.scheduler}: {step.reason};"
                     f" waiting for its driver to start attempt {current.attempt + 1}",
                 )
-                return _with_history(waiting, record, current)
+                return _with_history(waiting, record, current, next_move=step.reason)
             self._leave(app_handle, driven, current, step)
         raise AnylaunchError(f"{app_handle}: placement did not settle")  # pragma: no cover
 
@@ -400,14 +400,14 @@ def _placement_of(record: PlacementRecord) -> Placement:
     return Placement(targets, int(record.spec.get("max_infra_retries", 0)))
 
 
-def _history(record: PlacementRecord) -> PlacementHistory:
+def _history(record: PlacementRecord, next_move: str = "") -> PlacementHistory:
     entries: list[PlacementEntry] = []
     for a in record.attempts:
         entries.extend(PlacementEntry(a.attempt, s, None, "skipped", r) for s, r in a.skipped)
         if a.handle is not None or a.outcome != "current":
             entries.append(PlacementEntry(a.attempt, a.scheduler, a.handle, a.outcome, a.reason))
     url = str(record.spec.get("checkpoint_url", ""))
-    return PlacementHistory(record.attempts[-1].attempt, tuple(entries), url)
+    return PlacementHistory(record.attempts[-1].attempt, tuple(entries), url, next_move)
 
 
 def _with_history(
@@ -415,6 +415,7 @@ def _with_history(
     record: PlacementRecord,
     current: AttemptRecord,
     settled_reason: str = "",
+    next_move: str = "",
 ) -> AppStatus | None:
     if status is None:
         if not settled_reason:
@@ -427,4 +428,4 @@ def _with_history(
     msg = status.msg
     if settled_reason and settled_reason not in msg:
         msg = f"{msg} ({settled_reason})" if msg else settled_reason
-    return dataclasses.replace(status, msg=msg, placement=_history(record))
+    return dataclasses.replace(status, msg=msg, placement=_history(record, next_move))

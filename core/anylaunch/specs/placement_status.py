@@ -58,11 +58,18 @@ class PlacementEntry:
 
 @dataclass(frozen=True)
 class PlacementHistory:
-    """A placed app's attempts so far (the last entry with a handle is the current one)."""
+    """A placed app's attempts so far (the last entry with a handle is the current one).
+
+    ``next_move`` is set when the current attempt must be left (why), but the process that
+    read the status does not drive the app: a driver (a process that launched or attached
+    it, e.g. an engine's worker) must make the move. A watcher that cannot move it (Airflow's
+    triggerer) hands the app back to such a driver.
+    """
 
     attempt: int
     entries: tuple[PlacementEntry, ...]
     checkpoint_url: str
+    next_move: str = ""
 
     @property
     def current(self) -> PlacementEntry:
@@ -79,6 +86,7 @@ class PlacementHistory:
         return {
             "attempt": self.attempt,
             "checkpoint_url": self.checkpoint_url,
+            "next_move": self.next_move,
             "entries": [
                 {
                     "attempt": e.attempt,
@@ -109,7 +117,12 @@ class PlacementHistory:
                 )
                 for e in data["entries"]
             )
-            return cls(int(data["attempt"]), entries, str(data["checkpoint_url"]))
+            return cls(
+                int(data["attempt"]),
+                entries,
+                str(data["checkpoint_url"]),
+                str(data.get("next_move", "")),
+            )
         except (KeyError, TypeError, ValueError) as e:
             raise InvalidSpecError(
                 "placement",
