@@ -289,3 +289,40 @@ def test_bad_input_to_a_placed_run_submits_nothing(runner: Runner) -> None:
     assert runner.list("local_cwd") == []
     with pytest.raises(InvalidSpecError, match="no placement record"):
         runner.attach("placement://placed/never-1a2b3c4d", app, Placement(["local_cwd"]))
+
+
+def test_an_attempt_claimed_by_a_driver_that_died_before_submitting_is_placed_anew(
+    runner: Runner, root: Path
+) -> None:
+    """A driver that claimed attempt 1 and died before submitting it leaves a record with no
+    handle; after ``ABANDONED_CLAIM_S`` a live driver places the app as attempt 2."""
+    from anylaunch.runner.placed import ABANDONED_CLAIM_S
+    from anylaunch.runner.placement_store import AttemptRecord
+
+    app = _app("orphaned", RESUMABLE)
+    handle = runner.run(app, placement=Placement(["local_cwd"], max_infra_retries=2))
+    _, session, app_id = parse_app_handle(handle)
+    store = PlacementStore(str(root))
+    first = _current(runner, handle)
+    _wait_for("attempt 0 to run", lambda: runner.status(first).state == AppState.RUNNING)
+    _kill_supervisor(runner, first)
+    _wait_for("the loss", lambda: runner.status(first).state == AppState.FAILED)
+    # what the dead driver left: attempt 0 marked relaunched, attempt 1 claimed long ago
+    record = store.read(session, app_id)
+    assert record is not None
+    record.attempts[0].outcome, record.attempts[0].reason = "relaunched", "infrastructure: lost"
+    store.update(session, app_id, record.attempts[0])
+    stale = AttemptRecord(1, 0, "local_cwd", relaunches=1)
+    stale.claimed_at = time.time() - ABANDONED_CLAIM_S - 1
+    assert store.claim(session, app_id, stale)
+
+    status = runner.wait(handle, wait_interval=0.5, timeout=DEADLINE_S)
+
+    assert status is not None and status.state == AppState.SUCCEEDED, status
+    assert status.placement is not None
+    assert [(e.attempt, e.outcome) for e in status.placement.entries] == [
+        (0, "relaunched"),
+        (1, "moved"),
+        (2, "ended"),
+    ]
+    assert "driver died" in status.placement.entries[1].reason

@@ -162,8 +162,14 @@ class PlacedApps:
                 "must be a Placement",
                 "pass Placement([Target('kubernetes'), Target('slurm')])",
             )
+        app.validate()
         for target in placement.resolved_targets:  # bad input fails before any submission
-            self._runner.resolve_cfg(target.scheduler, target.cfg)
+            name = target.scheduler
+            resolved = self._runner.resolve_cfg(name, target.cfg)
+            sched = self._runner._scheduler(name)
+            sched.check_array_support(app)
+            sched._pre_build_validate(app, name, resolved)
+            sched._validate(app, name, resolved)
 
     # --- the attempts -------------------------------------------------------------------
 
@@ -188,7 +194,7 @@ class PlacedApps:
         _, session, app_id = parse_app_handle(handle)
         store, targets = driven.store, driven.placement.resolved_targets
         record = AttemptRecord(attempt, candidates[0], targets[candidates[0]].scheduler)
-        record.relaunches = relaunches
+        record.relaunches, record.claimed_at = relaunches, time.time()
         if not store.claim(session, app_id, record):
             return None
         app = self._attempt_app(driven, app_id, session, attempt)
@@ -270,7 +276,18 @@ class PlacedApps:
                 return None
             current = record.current
             if current.handle is None:
-                return self._unplaced_status(record, current)
+                if driven is None or not _abandoned(current):
+                    return self._unplaced_status(record, current)
+                # its driver died between the claim and the submission: place it anew
+                current.outcome = "moved"
+                current.reason = "its driver died before it was submitted"
+                driven.store.update(session, app_id, current)
+                count = len(driven.placement.resolved_targets)
+                candidates = [(current.target + i) % count for i in range(count)]
+                self._start_attempt(
+                    app_handle, driven, current.attempt + 1, candidates, current.relaunches
+                )
+                continue
             status = self._runner.status(current.handle)
             if record.cancelled or current.outcome != "current":
                 return _with_history(status, record, current)
@@ -386,6 +403,11 @@ class PlacedApps:
         if record is None or record.current is None:
             return None
         return _history(record)
+
+
+def _abandoned(current: AttemptRecord) -> bool:
+    """An attempt claimed long ago that was never submitted, nor ended."""
+    return current.outcome == "current" and time.time() - current.claimed_at > ABANDONED_CLAIM_S
 
 
 def _placement_of(record: PlacementRecord) -> Placement:

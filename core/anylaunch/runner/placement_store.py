@@ -68,6 +68,7 @@ class AttemptRecord:
     reason: str = ""
     relaunches: int = 0
     skipped: list[tuple[str, str]] = field(default_factory=list)
+    claimed_at: float = 0.0
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> AttemptRecord:
