@@ -85,3 +85,14 @@ class Cli:
 @pytest.fixture
 def cli(tmp_path: Path) -> Cli:
     return Cli(tmp_path)
+
+
+def with_plugin_scheduler(cli: Cli, tmp_path: Path, name: str, source: str) -> Cli:
+    """``cli`` with the scheduler plugin module ``name`` (its ``source``) on its path: a real
+    ``anylaunch_plugins`` namespace package, found the way a user's plugin is."""
+    plugin = tmp_path / "plugin" / "anylaunch_plugins" / "schedulers"
+    plugin.mkdir(parents=True, exist_ok=True)
+    (plugin / f"{name}.py").write_text(source)
+    path = [str(tmp_path / "plugin"), cli.env.get("PYTHONPATH", "")]
+    cli.env["PYTHONPATH"] = ":".join(p for p in path if p)
+    return cli

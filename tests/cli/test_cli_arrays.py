@@ -25,6 +25,7 @@ from anylaunch.cli.live import role_progress
 from anylaunch.cli.tables import format_status
 from anylaunch.specs import AppState, AppStatus, ArrayStatus, ReplicaStatus, RoleStatus
 from anylaunch.specs.errors import InvalidSpecError
+from tests.cli.conftest import with_plugin_scheduler
 
 ARRDRY = '''\
 from typing import Any
@@ -55,12 +56,7 @@ SAGEMAKER_CFG = "role_arn=arn:aws:iam::123456789012:role/r,output_path=s3://buck
 @pytest.fixture
 def arr_cli(cli: Any, tmp_path: Path) -> Any:
     """The CLI with the ``arrdry`` plugin scheduler on its path."""
-    plugin = tmp_path / "plugin" / "anylaunch_plugins" / "schedulers"
-    plugin.mkdir(parents=True)
-    (plugin / "arrdry.py").write_text(ARRDRY)
-    path = [str(tmp_path / "plugin"), cli.env.get("PYTHONPATH", "")]
-    cli.env["PYTHONPATH"] = ":".join(p for p in path if p)
-    return cli
+    return with_plugin_scheduler(cli, tmp_path, "arrdry", ARRDRY)
 
 
 def one_error(result: Any, *fragments: str) -> str:

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from tests.cli.conftest import with_plugin_scheduler
 from tests.cli.test_cli_arrays import one_error
 
 FULLLOCAL = '''\
@@ -44,11 +45,7 @@ def fulllocal(session_name: str, **kwargs: Any) -> Scheduler[Any]:
 
 @pytest.fixture
 def place_cli(cli: Any, tmp_path: Path) -> Any:
-    plugin = tmp_path / "plugin" / "anylaunch_plugins" / "schedulers"
-    plugin.mkdir(parents=True)
-    (plugin / "fulllocal.py").write_text(FULLLOCAL)
-    path = [str(tmp_path / "plugin"), cli.env.get("PYTHONPATH", "")]
-    cli.env["PYTHONPATH"] = ":".join(p for p in path if p)
+    with_plugin_scheduler(cli, tmp_path, "fulllocal", FULLLOCAL)
     cli.env["ANYLAUNCH_HOME"] = str(tmp_path / "al-home")
     cli.env["ANYLAUNCH_CHECKPOINT_ROOT"] = str(tmp_path / "ckpt")
     return cli

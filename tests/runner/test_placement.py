@@ -30,6 +30,7 @@ from anylaunch.schedulers.common.capacity import CanRun, Capacity
 from anylaunch.schedulers.local.scheduler import LocalScheduler
 from anylaunch.specs import AppDef, AppState, AppStatus, InvalidSpecError, Resource, Role
 from anylaunch.specs.handles import parse_app_handle
+from tests.schedulers.local_helpers import wait_until
 
 DEADLINE_S = 120.0
 
@@ -70,13 +71,7 @@ def _app(name: str, code: str, cpu: int = 1) -> AppDef:
 
 
 def _wait_for(what: str, check: Callable[[], Any]) -> Any:
-    deadline = time.monotonic() + DEADLINE_S
-    while time.monotonic() < deadline:
-        found = check()
-        if found:
-            return found
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}")
+    return wait_until(check, what, DEADLINE_S)
 
 
 def _current(runner: Runner, handle: str) -> str:
