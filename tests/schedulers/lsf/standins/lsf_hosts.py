@@ -24,9 +24,11 @@ unknown host names are rejected on stderr with exit 255.
 from __future__ import annotations
 
 import sys
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
-from lsf_standin import LsfError, State, shown_stat
+if TYPE_CHECKING:  # run by lsf_standin.main, which is loaded by then (see the executables)
+    from lsf_standin import State
 
 _HELD = ("UNKWN", "ZOMBI")
 
@@ -35,7 +37,12 @@ def _usage() -> str:
     return "Usage: bhosts [-h] [-V] [-w] [host_name ...]"
 
 
-def _row(host: dict[str, Any], jobs: list[dict[str, Any]], wide: bool) -> str:
+def _row(
+    host: dict[str, Any],
+    jobs: list[dict[str, Any]],
+    wide: bool,
+    shown_stat: Callable[[dict[str, Any]], str],
+) -> str:
     counts = {"RUN": 0, "SSUSP": 0, "USUSP": 0, "held": 0}
     for job in jobs:
         stat = shown_stat(job)
@@ -66,6 +73,8 @@ def _row(host: dict[str, Any], jobs: list[dict[str, Any]], wide: bool) -> str:
 
 
 def bhosts(state: State, argv: list[str]) -> int:
+    from lsf_standin import LsfError, shown_stat
+
     wide = False
     names: list[str] = []
     for arg in argv:
@@ -91,5 +100,5 @@ def bhosts(state: State, argv: list[str]) -> int:
     header += [word.rjust(6) for word in ("MAX", "NJOBS", "RUN", "SSUSP", "USUSP", "RSV")]
     print(" ".join(header) + " ")
     for host in hosts:
-        print(_row(host, jobs, wide))
+        print(_row(host, jobs, wide, shown_stat))
     return 0
