@@ -117,14 +117,18 @@ def fit(needs: Sequence[Demand], rooms: Sequence[Room], *, calls: int = 0) -> Ca
     if not rooms:
         return Capacity(CanRun.NO, "no host or node can take work", calls=calls)
     free = {room.name: room for room in rooms}
-    for need in sorted(needs, key=lambda d: (d.gpu, d.cpu, d.mem_mb), reverse=True):
+    for placed, need in enumerate(
+        sorted(needs, key=lambda d: (d.gpu, d.cpu, d.mem_mb), reverse=True)
+    ):
         host = next((r for r in free.values() if _fits(need, r)), None)
         if host is None:
-            biggest = max(rooms, key=lambda r: (r.gpu, r.cpu, r.mem_mb))
+            # what is left once the replicas placed before it took their share
+            biggest = max(free.values(), key=lambda r: (r.gpu, r.cpu, r.mem_mb))
+            after = f" after placing {placed} other replica(s)" if placed else ""
             return Capacity(
                 CanRun.NO,
                 f"replica {need.name} needs {_short(need)}; the most free on one host"
-                f" ({biggest.name}) is {biggest.cpu:g} CPU, {biggest.mem_mb} MB,"
+                f" ({biggest.name}){after} is {biggest.cpu:g} CPU, {biggest.mem_mb} MB,"
                 f" {biggest.gpu} GPU",
                 calls=calls,
             )

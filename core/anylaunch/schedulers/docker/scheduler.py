@@ -36,7 +36,9 @@ from anylaunch.schedulers.api import (
     Scheduler,
     Stream,
 )
+from anylaunch.schedulers.common.capacity import Capacity
 from anylaunch.schedulers.docker import arrays, engine, events
+from anylaunch.schedulers.docker.capacity import docker_capacity
 from anylaunch.schedulers.docker.containers import build_request
 from anylaunch.schedulers.docker.logs import follow_container_log, read_container_log
 from anylaunch.schedulers.docker.request import (
@@ -50,6 +52,7 @@ from anylaunch.schedulers.docker.request import (
     LABEL_KIND,
     LABEL_SESSION,
     DockerAppRequest,
+    DockerEngineUnavailableError,
     DockerOpts,
     _describe_exit,
     format_request,
@@ -183,6 +186,28 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Mapping[str, CfgVal]]):
         opts = DockerOpts.from_cfg(cfg)
         request = build_request(app, opts, self.session_name, self.workspace_builds(app))
         return AppDryRunInfo(request, format_request)
+
+    def _check_capacity(self, app: AppDef, cfg: Mapping[str, CfgVal]) -> Capacity:
+        """Whether all the containers fit the engine's host at once: its CPUs and memory
+        (and GPUs where it lists them) from one ``docker info``
+        (:mod:`~anylaunch.schedulers.docker.capacity`); an array by one index. Connecting
+        first (a scheduler's first engine call) adds the ping and version calls.
+
+        Raises:
+            DockerEngineUnavailableError: no engine answers.
+        """
+        calls = 1 if self.__client is not None else 3  # /_ping and /version to connect
+        client = self._client()
+        try:
+            info = client.info()
+        except Exception as e:  # the SDK raises APIError, requests' errors or OSError
+            raise DockerEngineUnavailableError(
+                "local_docker",
+                f"the engine at {self.docker_host} did not answer docker info "
+                f"({engine.engine_error(e)})",
+                "check the engine (`docker info`)",
+            ) from None
+        return docker_capacity(app, info, calls)
 
     def schedule(self, dryrun_info: AppDryRunInfo[Any]) -> str:
         """Builds the workspace images (if planned), creates the network and the containers,

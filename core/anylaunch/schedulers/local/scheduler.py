@@ -37,12 +37,14 @@ from anylaunch.schedulers.api import (
     Scheduler,
 )
 from anylaunch.schedulers.common.app_ids import is_valid_app_id, make_app_id
+from anylaunch.schedulers.common.capacity import Capacity
 from anylaunch.schedulers.common.changes import ChangeFeed
 from anylaunch.schedulers.common.roles import check_no_nul, role_from_record, role_record
 from anylaunch.schedulers.common.states import aggregate_replica_states, role_statuses
 from anylaunch.schedulers.common.tail import ChangeWaiter, follow, iter_lines
 from anylaunch.schedulers.local import state as ls
 from anylaunch.schedulers.local.arrays import array_record, describe_array, retry_app
+from anylaunch.schedulers.local.capacity import local_capacity
 from anylaunch.schedulers.local.request import (
     _SUPERVISOR_MODULE,
     BACKEND,
@@ -219,6 +221,12 @@ class LocalScheduler(Scheduler[Mapping[str, CfgVal]]):
 
     def _submit_dryrun(self, app: AppDef, cfg: Mapping[str, CfgVal]) -> AppDryRunInfo[Any]:
         return AppDryRunInfo(self._request(app, cfg), format_request)
+
+    def _check_capacity(self, app: AppDef, cfg: Mapping[str, CfgVal]) -> Capacity:
+        """Whether all the replicas fit this host at once: its CPUs, available memory and
+        GPUs (:mod:`~anylaunch.schedulers.local.capacity`); an array by one index. One read
+        of ``/proc/meminfo`` (and ``nvidia-smi -L`` when a replica wants GPUs)."""
+        return local_capacity(app)
 
     def _request(
         self, app: AppDef, cfg: Mapping[str, CfgVal], workdir: str | None = None

@@ -45,6 +45,7 @@ from anylaunch.schedulers.api import (
     Stream,
 )
 from anylaunch.schedulers.common.app_ids import is_valid_app_id
+from anylaunch.schedulers.common.capacity import Capacity
 from anylaunch.schedulers.common.states import role_statuses
 from anylaunch.schedulers.common.tail import follow, iter_lines
 from anylaunch.schedulers.lsf.arrays import (
@@ -53,6 +54,7 @@ from anylaunch.schedulers.lsf.arrays import (
     retry_request,
     save_request,
 )
+from anylaunch.schedulers.lsf.capacity import BHOSTS_ARGS, lsf_capacity, parse_bhosts
 from anylaunch.schedulers.lsf.jobs import (
     _build_request,
     _validate_opts,
@@ -227,6 +229,26 @@ class LsfScheduler(Scheduler[Mapping[str, CfgVal]]):
         opts = LsfOpts.from_cfg(cfg)
         _validate_opts(opts)
         return AppDryRunInfo(_build_request(app, opts, self.session_name), format_request)
+
+    def _check_capacity(self, app: AppDef, cfg: Mapping[str, CfgVal]) -> Capacity:
+        """Whether every replica's job finds ``-n cpu`` slots free on one open host, from
+        one ``bhosts -w`` (:mod:`~anylaunch.schedulers.lsf.capacity`); an array by one
+        element. The queue's host list is not consulted: every host counts.
+
+        Raises:
+            LsfUnreachableError: bhosts is missing or LSF did not answer.
+        """
+        argv = [self._command("bhosts"), *BHOSTS_ARGS]
+        proc = self._run(argv)
+        if proc.returncode != 0:
+            raise LsfUnreachableError(
+                "lsf",
+                f"`{shlex.join(argv)}` failed (exit {proc.returncode}): "
+                f"{(proc.stderr.strip() or proc.stdout.strip())[:500]}",
+                "check that LSF is reachable (`lsid`, `bhosts`)",
+            )
+        hosts, other = parse_bhosts(proc.stdout)
+        return lsf_capacity(app, hosts, other)
 
     def schedule(self, dryrun_info: AppDryRunInfo[Any]) -> str:
         """Submits every job (rank 0 first) and returns the app id.

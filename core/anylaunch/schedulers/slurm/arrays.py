@@ -32,6 +32,7 @@ from anylaunch.schedulers.slurm.query import (
     SlurmJob,
     array_task_indices,
     expand_hostlist,
+    failure_error,
     run_slurm,
     split_array_name,
 )
@@ -266,7 +267,9 @@ def _facts(jobs: Sequence[SlurmJob]) -> dict[int, IndexFacts]:
             hosts = expand_hostlist(job.nodes)
             error = NONE
             if state == AppState.FAILED:
-                error = f"signal {job.signal}" if job.signal else f"exit code {job.exit_code}"
+                error = failure_error(job)
+                if error == NONE:
+                    error = f"signal {job.signal}" if job.signal else f"exit code {job.exit_code}"
             facts[index] = IndexFacts(
                 state=state,
                 exit_code=job.exit_code if state.is_terminal() else None,

@@ -15,6 +15,7 @@ So describing N apps costs one controller call per snapshot (``ttl`` seconds) pl
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -26,11 +27,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from anylaunch.schedulers.common.arrays import read_array_meta
-from anylaunch.specs.api import AppState
+from anylaunch.specs.api import NONE, AppState
 from anylaunch.specs.array_status import parse_index_ranges
 from anylaunch.specs.errors import AnylaunchError, InvalidSpecError
 
 __all__ = [
+    "FAILURE_CATEGORIES",
     "SLURM_STATES",
     "SlurmCommandError",
     "SlurmJob",
@@ -38,11 +40,13 @@ __all__ = [
     "app_state",
     "array_task_indices",
     "expand_hostlist",
+    "failure_error",
     "get_query",
     "parse_sacct",
     "parse_scontrol",
     "parse_squeue_json",
     "run_slurm",
+    "run_slurm_process",
     "split_array_name",
 ]
 
@@ -75,6 +79,17 @@ SLURM_STATES: dict[str, AppState] = {
     "SPECIAL_EXIT": AppState.FAILED,
 }
 
+#: Slurm end states whose cause is known beyond an exit code, and the failure category each
+#: declares (``anylaunch.runner.failures`` reads ``"category"`` from the structured error):
+#: the platform lost the job (a node failed or did not boot, a higher-priority job preempted
+#: it), or the job ran out of memory.
+FAILURE_CATEGORIES: dict[str, str] = {
+    "NODE_FAIL": "infrastructure",
+    "PREEMPTED": "infrastructure",
+    "BOOT_FAIL": "infrastructure",
+    "OUT_OF_MEMORY": "out_of_memory",
+}
+
 _SACCT_FIELDS = "JobIDRaw,JobID,State,ExitCode,NTasks,NodeList,WorkDir,Reason,UID,JobName"
 _SACCT_SEP = "\x1f"  # no job field can hold it; JobName (free text) is last anyway
 #: How many ids go into one ``sacct -j`` (keeps the command line short).
@@ -97,6 +112,29 @@ def app_state(slurm_state: str) -> AppState:
     """
     base = slurm_state.split(" ", 1)[0].rstrip("+").upper()
     return SLURM_STATES.get(base, AppState.UNKNOWN)
+
+
+def failure_error(job: SlurmJob) -> str:
+    """The structured error of a job that ended in a state of :data:`FAILURE_CATEGORIES`
+    (JSON: the category, Slurm's state and reason, the exit code), else ``NONE``.
+
+    >>> failure_error(SlurmJob("7", "7", 0, "a:r", "NODE_FAIL", reason="NodeDown"))
+    '{"category": "infrastructure", "slurm_state": "NODE_FAIL", "reason": "NodeDown"}'
+    >>> failure_error(SlurmJob("7", "7", 0, "a:r", "FAILED", exit_code=3))
+    '<NONE>'
+    """
+    state = job.state.split(" ", 1)[0].rstrip("+").upper()
+    category = FAILURE_CATEGORIES.get(state)
+    if category is None:
+        return NONE
+    error: dict[str, object] = {"category": category, "slurm_state": state}
+    if job.reason and job.reason != "None":
+        error["reason"] = job.reason
+    if job.exit_code:
+        error["exit_code"] = job.exit_code
+    if job.signal:
+        error["signal"] = job.signal
+    return json.dumps(error)
 
 
 def expand_hostlist(hostlist: str) -> list[str]:
@@ -463,8 +501,26 @@ def run_slurm(cmd: Sequence[str], timeout: float, stdin: str | None = None) -> s
     Raises:
         SlurmCommandError: the command is missing, timed out or failed (quotes its stderr).
     """
+    proc = run_slurm_process(cmd, timeout, stdin)
+    if proc.returncode != 0:
+        raise SlurmCommandError(
+            f"`{' '.join(cmd[:3])}{' ...' if len(cmd) > 3 else ''}` failed (exit code "
+            f"{proc.returncode}): {proc.stderr.strip()[:1000] or proc.stdout.strip()[:1000]}"
+        )
+    return proc.stdout
+
+
+def run_slurm_process(
+    cmd: Sequence[str], timeout: float, stdin: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Runs a Slurm command and returns how it ended, whatever its exit code (for commands
+    whose failure is an answer, e.g. ``sbatch --test-only``).
+
+    Raises:
+        SlurmCommandError: the command is missing or timed out.
+    """
     try:
-        proc = subprocess.run(
+        return subprocess.run(
             list(cmd), input=stdin, capture_output=True, text=True, timeout=timeout, check=False
         )
     except FileNotFoundError:
@@ -478,12 +534,6 @@ def run_slurm(cmd: Sequence[str], timeout: float, stdin: str | None = None) -> s
             f"`{' '.join(cmd[:3])} ...` did not answer within {timeout:g}s. Fix: check that "
             "slurmctld is up (`scontrol ping`)"
         ) from None
-    if proc.returncode != 0:
-        raise SlurmCommandError(
-            f"`{' '.join(cmd[:3])}{' ...' if len(cmd) > 3 else ''}` failed (exit code "
-            f"{proc.returncode}): {proc.stderr.strip()[:1000] or proc.stdout.strip()[:1000]}"
-        )
-    return proc.stdout
 
 
 def _is_job_id(app_id: str) -> bool:

@@ -31,6 +31,8 @@ import logging
 import os
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import replace
+from datetime import datetime
 from typing import Any
 
 from anylaunch.schedulers.api import (
@@ -40,6 +42,7 @@ from anylaunch.schedulers.api import (
     Scheduler,
     Stream,
 )
+from anylaunch.schedulers.common.capacity import CanRun, Capacity
 from anylaunch.schedulers.common.roles import CONTROL_CHAR
 from anylaunch.schedulers.common.states import aggregate_replica_states
 from anylaunch.schedulers.slurm.arrays import (
@@ -53,12 +56,14 @@ from anylaunch.schedulers.slurm.arrays import (
     save_script,
     tagged,
 )
+from anylaunch.schedulers.slurm.capacity import asked, parse_test_only, run_test_only
 from anylaunch.schedulers.slurm.query import (
     SlurmCommandError,
     SlurmJob,
     SlurmQuery,
     app_state,
     expand_hostlist,
+    failure_error,
     get_query,
     run_slurm,
     split_array_name,
@@ -267,6 +272,29 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler[Mapping[str, CfgVal]]):
             request = array_request(request, app.roles[0], app.array)
         request.materialize()  # every value must render (e.g. no newline in a flag value)
         return AppDryRunInfo(request, format_request)
+
+    def _check_capacity(self, app: AppDef, cfg: Mapping[str, CfgVal]) -> Capacity:
+        """``sbatch --test-only`` with the very script :meth:`schedule` would submit (no job
+        is made): yes when Slurm would start it within ``START_MARGIN_S``, no when it would
+        start later (its resources are busy) or refuses it, in Slurm's words, with the
+        expected start (:mod:`~anylaunch.schedulers.slurm.capacity`). One call, plus one
+        ``sbatch --version`` the first time the process writes a script for the cluster.
+
+        Raises:
+            BackendUnreachableError: the controller could not be asked.
+        """
+        versions_asked = _installed_slurm_version.cache_info().misses
+        request: SlurmBatchRequest = self._own_request(self.submit_dryrun(app, cfg))
+        version_calls = _installed_slurm_version.cache_info().misses - versions_asked
+        try:
+            proc = run_test_only(request.materialize())
+        except SlurmCommandError as e:
+            raise _unreachable(e) from e
+        answer = parse_test_only(proc.returncode, proc.stderr, datetime.now().astimezone())
+        reason = answer.reason
+        if answer.can_run == CanRun.NO and answer.expected_start is None:
+            reason += f" (the app asks {asked(app)})"
+        return replace(answer, reason=reason, calls=answer.calls + version_calls)
 
     @staticmethod
     def _check_opts(opts: SlurmOpts) -> None:
@@ -489,8 +517,11 @@ def _describe(app_id: str, jobs: Sequence[SlurmJob]) -> DescribeAppResponse:
         return describe_array(app_id, jobs, meta)
     state = _app_state(jobs)
     msg = NONE
+    error = NONE
     if state in (AppState.FAILED, AppState.CANCELLED, AppState.PENDING, AppState.UNKNOWN):
         culprit = next((j for j in jobs if j.app_state == state), jobs[0])
+        if state == AppState.FAILED:  # a lost node or a preemption says so (its category)
+            error = failure_error(culprit)
         details = [culprit.state]
         if culprit.reason and culprit.reason != "None":
             details.append(f"reason: {culprit.reason}")
@@ -520,6 +551,7 @@ def _describe(app_id: str, jobs: Sequence[SlurmJob]) -> DescribeAppResponse:
         state=state,
         num_restarts=restarts if restarts is not None else -1,
         msg=msg,
+        structured_error_msg=error,
         ui_url=f"file://{jobs[0].workdir}" if jobs[0].workdir else None,
         metadata={
             "app_name": jobs[0].name.rsplit(":", 1)[0],

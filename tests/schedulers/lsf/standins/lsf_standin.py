@@ -1,4 +1,5 @@
-"""Stand-in IBM Spectrum LSF commands (``bsub``, ``bjobs``, ``bkill``) for the lsf tests.
+"""Stand-in IBM Spectrum LSF commands (``bsub``, ``bjobs``, ``bkill``, ``bhosts``) for the lsf
+tests (``bhosts`` is in lsf_hosts.py).
 
 No LSF can be installed on the test machines, so these commands are the test backend. They
 follow the LSF 10.1 command contract as documented by IBM:
@@ -1332,10 +1333,19 @@ def kill_one(state: State, job: dict[str, Any], force: bool) -> None:
 
 # --- entry points --------------------------------------------------------------------------
 
+
+def bhosts(state: State, argv: list[str]) -> int:
+    """``bhosts``: in lsf_hosts.py (imported when run, it imports this module)."""
+    from lsf_hosts import bhosts as run_bhosts
+
+    return run_bhosts(state, argv)
+
+
 COMMANDS: dict[str, Callable[[State, list[str]], int]] = {
     "bsub": bsub,
     "bjobs": bjobs,
     "bkill": bkill,
+    "bhosts": bhosts,
 }
 
 
