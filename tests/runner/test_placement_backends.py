@@ -93,7 +93,7 @@ def test_an_image_kubernetes_cannot_pull_moves_to_slurm_within_its_startup_timeo
 ) -> None:
     app = _app("unpullable", NO_SUCH_IMAGE, "echo attempt $ANYLAUNCH_ATTEMPT ran")
     placement = Placement(
-        [Target("kubernetes", {"namespace": kube_namespace}, startup_timeout=20), _slurm(tmp_path)]
+        [Target("kubernetes", {"namespace": kube_namespace}, startup_timeout=10), _slurm(tmp_path)]
     )
 
     handle = runner.run(app, placement=placement)
@@ -105,7 +105,7 @@ def test_an_image_kubernetes_cannot_pull_moves_to_slurm_within_its_startup_timeo
         (0, "kubernetes", "moved"),
         (1, "slurm", "ended"),
     ]
-    assert "did not start within 20 s on kubernetes" in entries[0].reason
+    assert "did not start within 10 s on kubernetes" in entries[0].reason
     assert "".join(runner.log_lines(handle, "w", 0)).strip() == "attempt 1 ran"
     k8s_attempt = entries[0].handle
     assert k8s_attempt is not None
