@@ -33,6 +33,7 @@ from anylaunch.schedulers.api import (
 )
 from anylaunch.schedulers.aws import common as aws
 from anylaunch.schedulers.aws.common import masked_repr, masked_request
+from anylaunch.schedulers.common.capacity import Capacity
 from anylaunch.schedulers.common.roles import RANK0_ENV
 from anylaunch.specs.api import (
     NONE,
@@ -221,6 +222,15 @@ class AWSSageMakerScheduler(aws.AWSScheduler):
 
     def _run_opts(self) -> runopts:
         return AWSSageMakerOpts.as_runopts()
+
+    def _check_capacity(self, app: AppDef, cfg: Mapping[str, CfgVal]) -> Capacity:
+        """No signal: SageMaker says nothing read-only about free on-demand or spot capacity
+        (a shortage shows only once a job waits in Starting); the account's instance quotas
+        are in the Service Quotas API, another service and permission, not asked here."""
+        return Capacity.unknown(
+            "SageMaker has no read-only signal of free on-demand or spot capacity (a shortage "
+            "shows once the job waits in Starting); instance quotas are not read"
+        )
 
     def _validate(self, app: AppDef, scheduler: str, cfg: Mapping[str, CfgVal]) -> None:
         """The instance type decides the resources: a role needs none of its own."""
