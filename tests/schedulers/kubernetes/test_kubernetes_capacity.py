@@ -39,7 +39,8 @@ def check(
     k8s: KubernetesScheduler, application: AppDef, namespace: str, reserved_millicpu: int = 100
 ) -> Any:
     """The check with the cfg resolved as the Runner resolves it; ``reserved_millicpu`` is
-    taken off each pod's cpu request (small requests fit next to other tests' pods)."""
+    taken off each pod's cpu request: small requests fit next to other tests' pods (each of
+    those asks 900m of the node's 2 CPUs, so at least 200m stay free)."""
     cfg = {"namespace": namespace, "reserved_millicpu": reserved_millicpu}
     return k8s.check_capacity(application, k8s.run_opts().resolve(cfg))
 
@@ -67,7 +68,7 @@ def test_an_app_bigger_than_the_node_is_no_naming_the_node_and_numbers(
 def test_a_small_app_fits(
     k8s: KubernetesScheduler, counting_client: CountingClient, kube_namespace: str, kubelet: str
 ) -> None:
-    answer = check(k8s, app(cpu=1, replicas=2), kube_namespace, reserved_millicpu=900)
+    answer = check(k8s, app(cpu=1, replicas=2), kube_namespace, reserved_millicpu=950)
     assert answer.can_run == CanRun.YES, answer
     assert kubelet in answer.reason and "2 replica(s)" in answer.reason
     assert answer.calls == 3
@@ -77,8 +78,9 @@ def test_a_small_app_fits(
 def test_an_array_asks_for_one_index(
     k8s: KubernetesScheduler, counting_client: CountingClient, kube_namespace: str
 ) -> None:
-    # 10 indices of 500m could never run together on a 2-CPU node; one index can start
-    answer = check(k8s, app(cpu=1, array=ArraySpec(10)), kube_namespace, reserved_millicpu=500)
+    # 100 indices of 50m could never run together on a 2-CPU node; one index can start
+    application = app(cpu=1, array=ArraySpec(100))
+    answer = check(k8s, application, kube_namespace, reserved_millicpu=950)
     assert answer.can_run == CanRun.YES, answer
     assert "1 replica(s)" in answer.reason
     # the server's version (whether arrays run as one Indexed Job) is asked once
@@ -137,7 +139,7 @@ def test_a_quota_with_room_lets_the_node_decide(
     quota = {"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "roomy"}}
     kube_client.request("POST", path, body={**quota, "spec": {"hard": {"requests.cpu": "64"}}})
     try:
-        answer = check(k8s, app(cpu=1), quota_namespace, reserved_millicpu=900)
+        answer = check(k8s, app(cpu=1), quota_namespace, reserved_millicpu=950)
     finally:
         kube_client.request("DELETE", f"{path}/roomy")
     assert answer.can_run == CanRun.YES, answer
