@@ -36,7 +36,7 @@ from anylaunch.schedulers.kubernetes.client import KubeClient, KubernetesSchedul
 from anylaunch.schedulers.kubernetes.names import LABEL_REPLICA_ID, LABEL_ROLE
 from anylaunch.schedulers.kubernetes.request import KubernetesRequest
 
-__all__ = ["check_capacity", "parse_quantity", "pod_requests", "request_pods"]
+__all__ = ["check_capacity", "parse_quantity", "pod_requests", "quota_refusal", "request_pods"]
 
 GPU = "nvidia.com/gpu"
 _MIB = Decimal(2**20)
@@ -221,16 +221,15 @@ def _rooms(
         if "pods" in alloc and counts.get(name, 0) >= alloc["pods"]:
             continue  # no pod slot left
         taken = used.get(name, {})
-
-        def free(resource: str) -> Decimal:
-            return alloc.get(resource, Decimal(0)) - taken.get(resource, Decimal(0))  # noqa: B023
-
+        free = {
+            r: alloc.get(r, Decimal(0)) - taken.get(r, Decimal(0)) for r in ("cpu", "memory", GPU)
+        }
         rooms.append(
             Room(
                 name,
-                float(free("cpu")),
-                math.floor(free("memory") / _MIB),
-                math.floor(free(GPU)),
+                float(free["cpu"]),
+                math.floor(free["memory"] / _MIB),
+                math.floor(free[GPU]),
             )
         )
     return rooms
