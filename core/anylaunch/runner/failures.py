@@ -55,13 +55,17 @@ class FailureCategory(str, enum.Enum):
 # Evidence in a backend's words, most specific first. Matched case-insensitively against the
 # status message and the structured error.
 _EVIDENCE: tuple[tuple[FailureCategory, re.Pattern[str]], ...] = (
+    # the kubelet refusing a pod the node has no room for (reason OutOfmemory / OutOfcpu):
+    # a start that failed, not a replica that ran out of memory
+    (FailureCategory.STARTUP, re.compile(r"node didn't have enough resource")),
     (FailureCategory.OUT_OF_MEMORY, re.compile(r"oom[\s_-]?kill|out of memory|outofmemory")),
     (
         FailureCategory.STARTUP,
         re.compile(
-            r"imagepullbackoff|errimagepull|invalidimagename|pull access denied|"
-            r"manifest unknown|no such image|unschedulable|insufficient (cpu|memory|nvidia)|"
-            r"didn't match|startup timeout|did not start|createcontainer(config)?error"
+            r"imagepullbackoff|errimagepull|errimageneverpull|invalidimagename|"
+            r"pull access denied|manifest unknown|no such image|unschedulable|"
+            r"insufficient (cpu|memory|nvidia)|didn't match|startup timeout|did not start|"
+            r"createcontainer(config)?error"
         ),
     ),
     (
@@ -69,7 +73,12 @@ _EVIDENCE: tuple[tuple[FailureCategory, re.Pattern[str]], ...] = (
         re.compile(
             r"node ?lost|nodelost|node_fail|preempt|evict|spot interruption|"
             r"host terminated|supervisor (died|is gone)|killed by (the )?(platform|system)|"
-            r"container was killed|deleted underneath|lost contact"
+            r"container was killed|deleted underneath|lost contact|"
+            # Kubernetes >= 1.26 marks a pod the platform ends (preemption, taint manager,
+            # eviction, pod GC, kubelet) with the DisruptionTarget condition
+            r"disruptiontarget|node shutdown|deleted while it ran|"
+            # AWS Batch / ECS: the instance went away (spot reclaim included); Fargate Spot
+            r"host ec2 \(instance [^)]*\) (terminated|stopped)|spot task was interrupted"
         ),
     ),
 )

@@ -43,6 +43,7 @@ from anylaunch.schedulers.aws.batch_arrays import (
     position_of,
     renamed_definition,
 )
+from anylaunch.schedulers.aws.batch_capacity import queue_capacity
 from anylaunch.schedulers.aws.batch_request import (
     _DESCRIBE_BATCH,
     _QUEUED,
@@ -68,6 +69,7 @@ from anylaunch.schedulers.aws.batch_state import (
     role_of,
 )
 from anylaunch.schedulers.common.arrays import array_response
+from anylaunch.schedulers.common.capacity import Capacity, demands
 from anylaunch.schedulers.common.roles import check_image_ref
 from anylaunch.specs.api import (
     NONE,
@@ -265,6 +267,28 @@ class AWSBatchScheduler(aws.AWSScheduler):
         queue = short_queue_name(str(job["jobQueue"]))
         request = BatchJobRequest(f"{queue}:{job_name}", job_name, queue, job_def, submit)
         return self._submit_request(request)
+
+    # --- capacity -------------------------------------------------------------------------
+
+    def _check_capacity(self, app: AppDef, cfg: Mapping[str, CfgVal]) -> Capacity:
+        """The job queue and its compute environments (two calls; see
+        :mod:`~anylaunch.schedulers.aws.batch_capacity`)."""
+        opts = AWSBatchOpts.from_cfg(cfg)
+        name = short_queue_name(opts.queue)
+        found = self.client.describe_job_queues(jobQueues=[opts.queue])["jobQueues"]
+        queue = found[0] if found else None
+        if queue is None or queue.get("state") != "ENABLED":
+            return queue_capacity(queue, [], demands(app), name, calls=1)
+        order = sorted(queue.get("computeEnvironmentOrder") or [], key=lambda o: o.get("order", 0))
+        names = [str(o["computeEnvironment"]) for o in order]
+        environments = (
+            self.client.describe_compute_environments(computeEnvironments=names)[
+                "computeEnvironments"
+            ]
+            if names
+            else []
+        )
+        return queue_capacity(queue, environments, demands(app), name, calls=1 + bool(names))
 
     # --- finding jobs ---------------------------------------------------------------------
 

@@ -37,7 +37,15 @@ __all__ = [
 
 
 def job_state(job: Mapping[str, Any], now: float) -> tuple[AppState, str, bool]:
-    """(state, message, whether the startup timeout has just expired) of a Batch job."""
+    """(state, message, whether the startup timeout has just expired) of a Batch job.
+
+    A FAILED job's message is Batch's reason, its last attempt's when that says more, the
+    exit code and the container's reason:
+
+    >>> job_state({"status": "FAILED", "statusReason": "Essential container in task exited",
+    ...     "attempts": [{"statusReason": "Host EC2 (instance i-0123) terminated."}]}, 0)[1]
+    'Essential container in task exited; Host EC2 (instance i-0123) terminated.'
+    """
     status = str(job.get("status", ""))
     reason = str(job.get("statusReason") or "")
     state = _STATES.get(status, AppState.UNKNOWN)
@@ -70,6 +78,12 @@ def job_state(job: Mapping[str, Any], now: float) -> tuple[AppState, str, bool]:
     details = []
     container = job.get("container") or {}
     if status == "FAILED":
+        # the last attempt's own reason (e.g. "Host EC2 (instance i-...) terminated."): the
+        # job's may be a summary; earlier attempts were retried and do not say why it ended
+        attempts = job.get("attempts") or []
+        said = str(attempts[-1].get("statusReason") or "") if attempts else ""
+        if said and said != reason:
+            details.append(said)
         if container.get("exitCode") is not None:
             details.append(f"exit code {container['exitCode']}")
         if container.get("reason"):

@@ -19,6 +19,7 @@ Credentials come only from boto3's standard chain.
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 from collections.abc import Iterable, Mapping
@@ -33,6 +34,7 @@ from anylaunch.schedulers.api import (
 )
 from anylaunch.schedulers.aws import common as aws
 from anylaunch.schedulers.aws.common import masked_repr, masked_request
+from anylaunch.schedulers.common.capacity import Capacity
 from anylaunch.schedulers.common.roles import RANK0_ENV
 from anylaunch.specs.api import (
     NONE,
@@ -192,10 +194,41 @@ def _job_state(job: Mapping[str, Any]) -> tuple[AppState, str]:
     if status == "Deleting":  # only ended jobs can be deleted, but how they ended is gone
         return AppState.UNKNOWN, "the training job is being deleted"
     if status == "Stopped":
-        if secondary in ("MaxRuntimeExceeded", "MaxWaitTimeExceeded"):
+        if secondary == "MaxWaitTimeExceeded":
+            return AppState.FAILED, f"stopped: {secondary}{_spot_wait(job)[1]}"
+        if secondary == "MaxRuntimeExceeded":
             return AppState.FAILED, f"stopped: {secondary}"
         return AppState.CANCELLED, "stopped"
     return AppState.UNKNOWN, f"{status} {secondary}".strip()
+
+
+def _spot_wait(job: Mapping[str, Any]) -> tuple[str | None, str]:
+    """(failure category, what to add to the message) of a managed spot job stopped at
+    MaxWaitTimeExceeded, from the secondary statuses it went through: interrupted (its spot
+    instances were reclaimed) is the platform's loss, never training is capacity that did
+    not come, and a job that trained without interruption simply ran out of time.
+
+    >>> _spot_wait({"SecondaryStatusTransitions": [{"Status": "Starting"},
+    ...     {"Status": "Training"}, {"Status": "Interrupted"}, {"Status": "Stopping"}]})
+    ('infrastructure', ' after a spot interruption (Interrupted)')
+    >>> _spot_wait({"SecondaryStatusTransitions": [{"Status": "Starting"}]})[0]
+    'startup'
+    """
+    seen = {str(t.get("Status")) for t in job.get("SecondaryStatusTransitions") or []}
+    if "Interrupted" in seen:
+        return "infrastructure", " after a spot interruption (Interrupted)"
+    if seen and not seen & {"Downloading", "Training", "Uploading"}:
+        return "startup", ": spot capacity did not start the job before max_wait"
+    return None, ""
+
+
+def _declared(job: Mapping[str, Any], state: AppState, msg: str) -> str:
+    """The structured error of a failed job whose words alone do not tell the category (a
+    spot job stopped at MaxWaitTimeExceeded), else ``NONE``."""
+    if state != AppState.FAILED or job.get("SecondaryStatus") != "MaxWaitTimeExceeded":
+        return NONE
+    category = _spot_wait(job)[0]
+    return json.dumps({"message": msg, "category": category}) if category else NONE
 
 
 class AWSSageMakerScheduler(aws.AWSScheduler):
@@ -221,6 +254,15 @@ class AWSSageMakerScheduler(aws.AWSScheduler):
 
     def _run_opts(self) -> runopts:
         return AWSSageMakerOpts.as_runopts()
+
+    def _check_capacity(self, app: AppDef, cfg: Mapping[str, CfgVal]) -> Capacity:
+        """No signal: SageMaker says nothing read-only about free on-demand or spot capacity
+        (a shortage shows only once a job waits in Starting); the account's instance quotas
+        are in the Service Quotas API, another service and permission, not asked here."""
+        return Capacity.unknown(
+            "SageMaker has no read-only signal of free on-demand or spot capacity (a shortage "
+            "shows once the job waits in Starting); instance quotas are not read"
+        )
 
     def _validate(self, app: AppDef, scheduler: str, cfg: Mapping[str, CfgVal]) -> None:
         """The instance type decides the resources: a role needs none of its own."""
@@ -384,6 +426,7 @@ class AWSSageMakerScheduler(aws.AWSScheduler):
             state=state,
             num_restarts=0,
             msg=msg or NONE,
+            structured_error_msg=_declared(job, state, msg),
             ui_url=(
                 f"https://{region[0]}.console.aws.amazon.com/sagemaker/home?region={region[0]}"
                 f"#/jobs/{app_id}"

@@ -26,6 +26,8 @@
 - :mod:`~anylaunch.schedulers.kubernetes.queries`: the bounded list calls behind describe and
   list, and the wait for the rank-0 pod's IP.
 - :mod:`~anylaunch.schedulers.kubernetes.logs`: pod logs, read or followed.
+- :mod:`~anylaunch.schedulers.kubernetes.capacity`: whether the cluster can run the app's pods
+  now (ResourceQuotas, then the nodes' free requests: three list calls).
 - :mod:`~anylaunch.schedulers.kubernetes.client`: the REST client (plain dict objects,
   validated by the API server as sent); the ``kubernetes`` SDK is imported on first use.
 - :mod:`~anylaunch.schedulers.kubernetes.watch`: the process-wide list+watch of a scheduler's

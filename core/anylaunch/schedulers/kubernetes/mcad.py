@@ -37,6 +37,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from anylaunch.schedulers.common.capacity import Capacity
 from anylaunch.schedulers.kubernetes.common import (
     KubernetesSchedulerBase,
 )
@@ -137,6 +138,17 @@ class KubernetesMCADScheduler(KubernetesSchedulerBase):
             (PODGROUP_API_VERSION, "PodGroup"),
             ("v1", "Pod"),
         ]
+
+    def _check_capacity(self, app: AppDef, cfg: Mapping[str, Any]) -> Capacity:
+        """No signal: MCAD queues the AppWrapper and dispatches it by its own accounting
+        (aggregate free resources, its quota trees, backoff and requeueing), of which the API
+        offers no read-only answer; a node check would say "no" to what MCAD exists to queue.
+        """
+        return Capacity.unknown(
+            "MCAD queues the AppWrapper and dispatches it by its own accounting (aggregate "
+            "free resources, quota trees, requeueing); no read-only call tells whether it "
+            "would dispatch it now"
+        )
 
     def _render(self, app: AppDef, opts: KubernetesMCADOpts) -> KubernetesRequest:
         name = make_app_name(app.name)

@@ -53,8 +53,9 @@ from typing import Any
 
 from anylaunch.schedulers.api import CANCEL_REQUESTED, DescribeAppResponse
 from anylaunch.schedulers.common.arrays import IndexFacts, array_meta, array_response
+from anylaunch.schedulers.common.capacity import CanRun, Capacity
 from anylaunch.schedulers.common.roles import role_from_record
-from anylaunch.schedulers.kubernetes import arrays
+from anylaunch.schedulers.kubernetes import arrays, capacity
 from anylaunch.schedulers.kubernetes.common import (
     KubernetesSchedulerBase,
     utc_now,
@@ -68,6 +69,7 @@ from anylaunch.schedulers.kubernetes.names import (
     RECORD_ANNOTATION_MAX,
     KubernetesCommonOpts,
     make_app_name,
+    opts_from_cfg,
     parse_app_id,
     role_dns_names,
 )
@@ -344,6 +346,27 @@ class KubernetesScheduler(KubernetesSchedulerBase):
         }
         apply_overlays(vcjob, [(app, BACKEND)], "VolcanoJob", VOLCANO_OVERLAY_BLOCKLIST, "")
         return self._recorded_request(app, "volcano", labels, vcjob, embedded)
+
+    # --- capacity ---------------------------------------------------------------------
+
+    def _check_capacity(self, app: AppDef, cfg: Mapping[str, Any]) -> Capacity:
+        """Quotas of the namespace, then the nodes' free requests, for the pods the app's
+        request would create (see :mod:`~anylaunch.schedulers.kubernetes.capacity`): three
+        list calls (one more, once, for an array whose Job kind the server version decides)."""
+        opts = opts_from_cfg(KubernetesOpts, cfg)
+        asked_before = self._indexed is not None
+        request = self._render(app, opts)
+        version_call = int(not asked_before and self._indexed is not None)
+        role_names = dict(zip(role_dns_names(app), (r.name for r in app.roles), strict=True))
+        pods = capacity.request_pods(request, role_names, one_index=app.array is not None)
+        answer = capacity.check_capacity(
+            self.client(), opts.namespace, pods, request.objects, calls=version_call
+        )
+        if opts.mode == "volcano" and answer.can_run == CanRun.YES:
+            # Volcano admits a gang by its queue's share too, which no node list shows
+            reason = f"{answer.reason} (the Volcano queue's share is not read)"
+            return Capacity(answer.can_run, reason, answer.expected_start, answer.calls)
+        return answer
 
     # --- status -----------------------------------------------------------------------
 

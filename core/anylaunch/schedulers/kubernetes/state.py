@@ -67,6 +67,63 @@ def pending_reason(pod: Mapping[str, Any]) -> str:
     return ""
 
 
+#: Pod ``status.reason`` values by which the node or the control plane, not the app, ended a
+#: pod: the kubelet's eviction (node pressure), a node lost (older node controllers), a
+#: critical pod's admission, a graceful node shutdown (1.21 says Shutdown, later Terminated).
+_LOST_REASONS = ("Evicted", "NodeLost", "Preempting", "Shutdown", "Terminated")
+
+
+def disruption(pod: Mapping[str, Any]) -> str:
+    """How the platform ended a pod, in its own words (``""`` if it did not say so): the
+    ``DisruptionTarget`` condition (Kubernetes >= 1.26: PreemptionByScheduler,
+    DeletionByTaintManager, EvictionByEvictionAPI, DeletionByPodGC, TerminationByKubelet),
+    a ``status.reason`` of :data:`_LOST_REASONS`, or a container killed after the pod's
+    deletion was asked for (an eviction or a delete while it ran, as on clusters < 1.26).
+
+    >>> disruption({"status": {"phase": "Failed", "conditions": [{"type": "DisruptionTarget",
+    ...     "status": "True", "reason": "PreemptionByScheduler",
+    ...     "message": "Preempted by pod 1234 on node n1"}]}})
+    'DisruptionTarget (PreemptionByScheduler): Preempted by pod 1234 on node n1'
+    >>> disruption({"status": {"phase": "Failed", "reason": "Evicted",
+    ...     "message": "The node was low on resource: memory."}})
+    'Evicted: The node was low on resource: memory.'
+    """
+    status = pod.get("status") or {}
+    for cond in status.get("conditions") or []:
+        if cond.get("type") == "DisruptionTarget" and cond.get("status") == "True":
+            said = f": {cond['message']}" if cond.get("message") else ""
+            return f"DisruptionTarget ({cond.get('reason', '')}){said}"
+    if status.get("reason") in _LOST_REASONS:
+        return f"{status['reason']}: {status.get('message', '')}".strip().rstrip(":")
+    return _deleted_while_running(pod)
+
+
+def _deleted_while_running(pod: Mapping[str, Any]) -> str:
+    """``"the pod was deleted while it ran ..."`` when a container ended after the pod's
+    deletion was asked for (its deletionTimestamp less the grace period)."""
+    meta = pod.get("metadata") or {}
+    deleting = meta.get("deletionTimestamp")
+    if not deleting:
+        return ""
+    from datetime import datetime, timedelta
+
+    try:
+        asked = datetime.fromisoformat(str(deleting).replace("Z", "+00:00")) - timedelta(
+            seconds=int(meta.get("deletionGracePeriodSeconds") or 0)
+        )
+    except ValueError:
+        return ""
+    for container in (pod.get("status") or {}).get("containerStatuses") or []:
+        ended = ((container.get("state") or {}).get("terminated") or {}).get("finishedAt")
+        try:
+            after = ended and datetime.fromisoformat(str(ended).replace("Z", "+00:00")) >= asked
+        except ValueError:
+            after = False
+        if after:
+            return "the pod was deleted while it ran (an eviction or a delete)"
+    return ""
+
+
 def pod_replica_state(pod: Mapping[str, Any]) -> tuple[AppState, str]:
     """The replica state a pod shows, and a message (pending reason or exit code).
 
@@ -88,6 +145,9 @@ def pod_replica_state(pod: Mapping[str, Any]) -> tuple[AppState, str]:
         reason = _terminated_message(pod)
         if not reason and status.get("reason"):
             reason = f"{status['reason']}: {status.get('message', '')}".strip().rstrip(":")
+        lost = disruption(pod)
+        if lost and lost not in reason:  # the platform's cause first, then the exit
+            reason = f"{lost}; {reason}" if reason else lost
         return AppState.FAILED, reason
     return AppState.UNKNOWN, status.get("message", "")
 
