@@ -93,7 +93,15 @@ def test_an_image_kubernetes_cannot_pull_moves_to_slurm_within_its_startup_timeo
 ) -> None:
     app = _app("unpullable", NO_SUCH_IMAGE, "echo attempt $ANYLAUNCH_ATTEMPT ran")
     placement = Placement(
-        [Target("kubernetes", {"namespace": kube_namespace}, startup_timeout=10), _slurm(tmp_path)]
+        [
+            # a 50m CPU request: the node's capacity says yes even while other tests load it
+            Target(
+                "kubernetes",
+                {"namespace": kube_namespace, "reserved_millicpu": 950},
+                startup_timeout=10,
+            ),
+            _slurm(tmp_path),
+        ]
     )
 
     handle = runner.run(app, placement=placement)
