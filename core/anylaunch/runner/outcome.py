@@ -129,9 +129,27 @@ def masked_status(status: AppStatus, redact: Callable[[str], str]) -> AppStatus:
     >>> m = masked_status(s, Redactor(["s3cr3t"]))
     >>> m.msg, m.roles[0].replicas[0].structured_error_msg, s.msg
     ('bad ***', '{"stderr_tail": ["***"]}', 'bad s3cr3t')
+
+    A placed app's history is masked too (a move's reason may quote a backend's error):
+
+    >>> from anylaunch.specs.placement_status import PlacementEntry, PlacementHistory
+    >>> entry = PlacementEntry(0, "slurm", None, "skipped", "submission failed: s3cr3t")
+    >>> placed = AppStatus(AppState.PENDING, placement=PlacementHistory(0, (entry,), "/c"))
+    >>> print(masked_status(placed, Redactor(["s3cr3t"])).placement.describe())
+    attempt 0 on slurm: skipped (submission failed: ***)
     """
+    placement = status.placement
+    if placement is not None:
+        placement = dataclasses.replace(
+            placement,
+            next_move=redact(placement.next_move),
+            entries=tuple(
+                dataclasses.replace(e, reason=redact(e.reason)) for e in placement.entries
+            ),
+        )
     return dataclasses.replace(
         status,
+        placement=placement,
         msg=redact(status.msg),
         structured_error_msg=redact(status.structured_error_msg),
         ui_url=None if status.ui_url is None else redact(status.ui_url),

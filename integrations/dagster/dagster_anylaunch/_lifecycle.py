@@ -22,14 +22,18 @@ from anylaunch.runner import Runner, get_runner
 from anylaunch.runner.array_results import with_failed_indices
 from anylaunch.runner.failures import FailureCategory, retryable
 from anylaunch.runner.outcome import error_details
+from anylaunch.runner.placed import NoTargetCanRunError
+from anylaunch.runner.placement import Placement
 from anylaunch.runner.reap import owner_id
 from anylaunch.runner.session import AppSession
 from anylaunch.runner.session_options import SECONDS_OPTION_NAMES
 from anylaunch.specs.api import NONE, AppDef, AppHandle, AppState, AppStatus, Workspace
-from anylaunch.specs.errors import AnylaunchError
+from anylaunch.specs.errors import AnylaunchError, InvalidSpecError
+from anylaunch.specs.handles import is_placed
 from anylaunch.specs.runopts import CfgVal
 from anylaunch.specs.secrets import Redactor, app_redactor
 from dagster_anylaunch.arrays import array_metadata
+from dagster_anylaunch.placement import placement_metadata, targets_text
 
 if TYPE_CHECKING:
     from dagster._core.pipes.reattach import PipesLaunchHandle
@@ -58,7 +62,9 @@ _MAX_ANCESTRY = 64
 
 @dataclass(frozen=True)
 class LaunchSettings:
-    """How apps are launched and watched (built from an AnylaunchResource's fields)."""
+    """How apps are launched and watched (built from an AnylaunchResource's fields). With
+    ``placement`` the app is placed on its targets (``scheduler`` and ``cfg``: its first
+    target's, what a dryrun shows)."""
 
     scheduler: str
     cfg: Mapping[str, CfgVal]
@@ -72,6 +78,7 @@ class LaunchSettings:
     env: Mapping[str, str]
     secret_env: Mapping[str, str]
     retry_only_infrastructure_failures: bool = False
+    placement: Placement | None = None
 
     def allows_retry(self, category: FailureCategory | None) -> bool:
         """Whether a failure of this category may use the step's retry policy."""
@@ -126,7 +133,8 @@ class AnylaunchRun:
     def metadata(self) -> dict[str, dg.MetadataValue]:
         """Dagster metadata: handle, final state, ui_url (a URL), duration, reattached; for
         an array app also its per-index metadata (:func:`~dagster_anylaunch.arrays.array_metadata`:
-        counts by state, failed indices, a table of indices)."""
+        counts by state, failed indices, a table of indices); for a placed app
+        ``anylaunch/placement`` (every target tried, JSON) and ``anylaunch/attempt``."""
         meta: dict[str, dg.MetadataValue] = {
             "handle": dg.MetadataValue.text(self.handle),
             "final_state": dg.MetadataValue.text(self.state.name),
@@ -137,6 +145,8 @@ class AnylaunchRun:
             meta["ui_url"] = dg.MetadataValue.url(self.ui_url)
         if self.status.array is not None:
             meta.update(array_metadata(self.status.array, self.params))
+        if self.status.placement is not None:
+            meta.update(placement_metadata(self.status.placement))
         return meta
 
 
@@ -221,7 +231,8 @@ def failure(
     ``reason`` (``failed``, ``startup_timeout``, ``run_timeout``, ``lost``, ``invalid``,
     ``launch``: the kinds of :mod:`anylaunch.runner.watch`'s decisions) and the
     ``failure_category`` (:mod:`anylaunch.runner.failures`); for an array app, the failed
-    indices in the description and the per-index metadata (``params``: a sweep's)."""
+    indices in the description and the per-index metadata (``params``: a sweep's); for a
+    placed app, where it ran (``anylaunch/placement``, ``anylaunch/attempt``)."""
     meta: dict[str, dg.MetadataValue] = {
         "reason": dg.MetadataValue.text(reason),
         "duration_s": dg.MetadataValue.float(round(duration_s, 3)),
@@ -241,6 +252,8 @@ def failure(
         meta["error"] = dg.MetadataValue.text(mask(error or f"app ended {status.state.name}"))
         if status.ui_url:
             meta["ui_url"] = dg.MetadataValue.url(status.ui_url)
+        if status.placement is not None:
+            meta.update(placement_metadata(status.placement, mask))
     meta["last_log_lines"] = dg.MetadataValue.text(mask("\n".join(last_lines)))
     array = status.array if status is not None else None
     if array is not None:
@@ -293,13 +306,37 @@ class AppWatch:
         )
         return (previous, None) if previous else None
 
-    def _try_reattach(self, runner: Runner) -> AppHandle | None:
+    def _drive(
+        self, runner: Runner, handle: AppHandle, app: AppDef, workspace: str | Workspace | None
+    ) -> None:
+        """Makes ``runner`` the driver of the placed app an earlier attempt launched (its
+        status calls move the app when the placement says so), with this step's targets."""
+        placement = self.settings.placement
+        if placement is None:
+            self.context.log.warning(
+                f"app {handle} of an earlier attempt is placed but this step has no targets:"
+                " it is followed, not driven (a move it needs waits for a driver)"
+            )
+            return
+        try:
+            runner.attach(handle, app, placement, workspace, self._owner())
+        except AnylaunchError as e:  # e.g. another checkpoint_root: the status call says more
+            self.context.log.warning(f"cannot drive app {handle}: {self.mask(str(e))}")
+
+    def _owner(self) -> str:
+        return owner_id("dagster", self._op_context.run_id)
+
+    def _try_reattach(
+        self, runner: Runner, app: AppDef, workspace: str | Workspace | None
+    ) -> AppHandle | None:
         previous = self._previous_launch()
         if previous is None:
             return None
         handle, launch_record = previous
         from anylaunch.runner.driver import AppBeingCancelledError, status_for_reattach
 
+        if is_placed(handle):
+            self._drive(runner, handle, app, workspace)
         try:  # the core reattach rule: an app being cancelled is never adopted
             status = status_for_reattach(runner, handle)
         except AppBeingCancelledError as e:  # neither adopt it nor launch a copy beside it
@@ -387,13 +424,18 @@ class AppWatch:
         handle and its replicas as ``(role, k)``."""
         env = {**self.settings.env, **self.settings.secret_env, **(extra_env or {})}
         app = with_env(app, env) if env else app
+        if self.settings.placement is not None:
+            handle = self._place(runner, app, self.settings.placement, workspace)
+            self.handle = handle
+            self._record_launch(runner, handle)
+            return handle, _replicas(app)
         try:
             info = runner.dryrun(
                 app,
                 self.settings.scheduler,
                 self.settings.cfg,
                 workspace=workspace,
-                parent_run_id=owner_id("dagster", self._op_context.run_id),
+                parent_run_id=self._owner(),
             )
         except AnylaunchError as e:
             # an invalid request (scheduler, run options, app) does not get better by retrying
@@ -420,6 +462,34 @@ class AppWatch:
         self._record_launch(runner, handle)
         return handle, _replicas(app)
 
+    def _place(
+        self, runner: Runner, app: AppDef, placement: Placement, workspace: str | Workspace | None
+    ) -> AppHandle:
+        """Places the app on the first of its targets that can run it; returns the stable
+        handle. Each attempt is dry-run (its workspace built) when it is tried."""
+        self.context.log.info("anylaunch " + targets_text(placement, self.mask))
+        try:
+            return runner.run(
+                app, workspace=workspace, parent_run_id=self._owner(), placement=placement
+            )
+        except NoTargetCanRunError as e:  # capacity may free up: a retry may place it
+            raise failure(str(e), None, None, (), 0.0, self.mask, reason="launch") from e
+        except InvalidSpecError as e:  # the request itself: retrying does not help
+            raise failure(
+                f"invalid request: {e}",
+                None,
+                None,
+                (),
+                0.0,
+                self.mask,
+                allow_retries=False,
+                reason="invalid",
+            ) from e
+        except AnylaunchError as e:
+            raise failure(
+                f"could not launch the app: {e}", None, None, (), 0.0, self.mask, reason="launch"
+            ) from e
+
     # --- the whole lifecycle -----------------------------------------------------------
 
     def run(
@@ -440,8 +510,10 @@ class AppWatch:
         # secrets in the app's own role env too (needed for a reattached app as well)
         self.mask = self.mask | app_redactor(app, self.settings.secret_env.keys())
         params = app.array.params if app.array is not None else ()
+        env = {**self.settings.env, **self.settings.secret_env}
+        launched = with_env(app, env) if env else app  # what a reattach drives
         with self.settings.runner() as runner:
-            handle = self._try_reattach(runner) if self.reattach else None
+            handle = self._try_reattach(runner, launched, workspace) if self.reattach else None
             replicas: list[tuple[str, int]] | None = None
             if handle is not None:
                 self.handle, self.reattached = handle, True

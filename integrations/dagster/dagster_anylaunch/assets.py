@@ -9,7 +9,7 @@
 # No `from __future__ import annotations` here: Dagster reads the `config` parameter's
 # annotation at runtime to find the asset's config schema.
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import dagster as dg
@@ -37,6 +37,7 @@ def build_anylaunch_asset(
     cfg: Mapping[str, CfgVal] | None = None,
     resource_key: str = DEFAULT_RESOURCE_KEY,
     description: str | None = None,
+    targets: Sequence[Any] | None = None,
     **asset_kwargs: Any,
 ) -> dg.AssetsDefinition:
     """Builds an asset whose materialization launches an app and waits for it.
@@ -58,10 +59,14 @@ def build_anylaunch_asset(
         cfg: run options merged over the resource's (config's win)
         resource_key: key of the AnylaunchResource
         description: the asset's description
+        targets: place the app on these targets (scheduler names or
+            ``{scheduler, cfg, startup_timeout}``) instead of one scheduler; the
+            materialization's metadata then has ``anylaunch/placement`` and
+            ``anylaunch/attempt``
         asset_kwargs: passed to ``dagster.asset`` (``deps``, ``group_name``, ``key_prefix``,
             ``tags``, ``owners``, ``retry_policy``, ...)
     """
-    launch = _fixed_launch(app, component, component_args, scheduler, cfg, resource_key)
+    launch = _fixed_launch(app, component, component_args, scheduler, cfg, resource_key, targets)
     asset_kwargs.setdefault("kinds", {"anylaunch"})
 
     def _anylaunch_asset(

@@ -28,7 +28,8 @@ from anylaunch.specs.api import AppDef, AppStatus
 from anylaunch.specs.checks import check_type
 from anylaunch.specs.errors import InvalidSpecError
 from anylaunch.specs.runopts import CfgVal
-from dagster_anylaunch._lifecycle import AnylaunchRun, Context
+from dagster_anylaunch._lifecycle import AnylaunchRun, AppWatch, Context
+from dagster_anylaunch.placement import AnylaunchTarget, targets_as_config
 from dagster_anylaunch.resources import AnylaunchResource, ComponentArgs
 
 __all__ = ["AnylaunchOpConfig", "anylaunch_op", "build_anylaunch_op"]
@@ -65,6 +66,22 @@ class AnylaunchOpConfig(dg.Config):
         default_factory=dict,
         description="Run options merged over the op's and the resource's (these win).",
     )
+    targets: list[AnylaunchTarget] | None = Field(
+        default=None,
+        description="Place the app on these targets {scheduler, cfg, startup_timeout}, in "
+        "order, instead of one scheduler (replace the op's and the resource's scheduler or "
+        "targets). Not together with scheduler or cfg.",
+    )
+    max_infra_retries: int | None = Field(
+        default=None,
+        description="With targets: relaunches after the platform lost the app (default: the "
+        "resource's).",
+    )
+    checkpoint_root: str | None = Field(
+        default=None,
+        description="With targets: fsspec URL of the placement record and "
+        "ANYLAUNCH_CHECKPOINT_URL (default: the resource's).",
+    )
     workspace: str | None = Field(
         default=None,
         description="Workspace of the first role, e.g. '.' ('' disables the role's workspace).",
@@ -82,7 +99,14 @@ def _check_factory_args(
     component_args: ComponentArgs | None,
     cfg: Mapping[str, CfgVal] | None,
     resource_key: str,
+    targets: Sequence[Any] | None = None,
+    scheduler: str | None = None,
 ) -> None:
+    if targets is not None:
+        from dagster_anylaunch.placement import check_one_way
+
+        targets_as_config("", targets)
+        check_one_way("", targets, scheduler, cfg)
     if app is not None:
         check_type("app", app, AppDef, "must be an AppDef", "pass AppDef(...)")
     if component is not None and (not isinstance(component, str) or not component):
@@ -164,9 +188,11 @@ def launch_for_step(
     component_args: ComponentArgs | None,
     scheduler: str | None,
     cfg: Mapping[str, CfgVal] | None,
+    targets: Sequence[Any] | None = None,
 ) -> AnylaunchRun:
     """What the ops and assets do: pick the app from config and factory arguments, then run
-    it with the resource under ``resource_key``."""
+    it with the resource under ``resource_key``. Config's ``targets`` or ``scheduler``
+    replace the factory's (and its cfg), which replace the resource's."""
     resource = getattr(context.resources, resource_key, None)
     if not isinstance(resource, AnylaunchResource):
         raise dg.Failure(
@@ -223,15 +249,22 @@ def launch_for_step(
             ),
             allow_retries=False,
         )
-    return resource.run(
-        context,
+    if config.targets is not None:  # they replace the factory's scheduler (and its cfg)
+        targets, scheduler, cfg = config.targets, None, None
+    elif config.scheduler is not None:
+        targets = None
+    settings, resolved = resource._step_request(
         target,
         args,
-        scheduler=config.scheduler or scheduler,
-        cfg={**(cfg or {}), **config.cfg},
-        workspace=config.workspace,
-        reattach=config.reattach,
+        config.scheduler or scheduler,
+        {**(cfg or {}), **config.cfg},
+        targets=targets,
+        max_infra_retries=config.max_infra_retries,
+        checkpoint_root=config.checkpoint_root,
+        owner="AnylaunchOpConfig",  # the factory's arguments were checked when it built
     )
+    watch = AppWatch(context, settings, reattach=config.reattach)
+    return watch.run(resolved, workspace=config.workspace)
 
 
 def _fixed_launch(
@@ -241,16 +274,26 @@ def _fixed_launch(
     scheduler: str | None,
     cfg: Mapping[str, CfgVal] | None,
     resource_key: str,
+    targets: Sequence[Any] | None = None,
 ) -> Callable[[Context, AnylaunchOpConfig], AnylaunchRun]:
     """What an op or asset built by a factory runs: :func:`launch_for_step` with the factory's
     arguments, checked and copied (the caller may change its own afterwards)."""
-    _check_factory_args(app, component, component_args, cfg, resource_key)
+    _check_factory_args(app, component, component_args, cfg, resource_key, targets, scheduler)
     fixed_args = _frozen(component_args)
     fixed_cfg = dict(cfg or {})
+    fixed_targets = targets_as_config("", targets)
 
     def launch(context: Context, config: AnylaunchOpConfig) -> AnylaunchRun:
         return launch_for_step(
-            context, config, resource_key, app, component, fixed_args, scheduler, fixed_cfg
+            context,
+            config,
+            resource_key,
+            app,
+            component,
+            fixed_args,
+            scheduler,
+            fixed_cfg,
+            fixed_targets,
         )
 
     return launch
@@ -274,6 +317,7 @@ def build_anylaunch_op(
     description: str | None = None,
     tags: Mapping[str, str] | None = None,
     retry_policy: dg.RetryPolicy | None = None,
+    targets: Sequence[Any] | None = None,
 ) -> dg.OpDefinition:
     """Builds an op named ``name`` that launches an app and sees it through.
 
@@ -300,8 +344,11 @@ def build_anylaunch_op(
         description: the op's description
         tags: the op's tags
         retry_policy: Dagster retry policy of the op (a retry reattaches to a running app)
+        targets: place the app on these targets (scheduler names or
+            ``{scheduler, cfg, startup_timeout}``) instead of one scheduler (config can
+            replace them); not together with ``scheduler`` or ``cfg``
     """
-    launch = _fixed_launch(app, component, component_args, scheduler, cfg, resource_key)
+    launch = _fixed_launch(app, component, component_args, scheduler, cfg, resource_key, targets)
     _check_op_args(name, scheduler, retry_policy)
 
     @dg.op(

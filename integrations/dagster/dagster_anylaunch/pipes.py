@@ -14,7 +14,7 @@ example dagster-aws's ``PipesS3MessageReader``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import dagster as dg
@@ -82,6 +82,9 @@ class PipesAnylaunchClient(dg.PipesClient, TreatAsResourceParam):
         scheduler: str | None = None,
         cfg: Mapping[str, CfgVal] | None = None,
         workspace: str | Workspace | None = None,
+        targets: Sequence[Any] | None = None,
+        max_infra_retries: int | None = None,
+        checkpoint_root: str | None = None,
     ) -> dg.PipesClientCompletedInvocation:
         """Launches the app in a Pipes session, streams its logs, waits for it, and returns
         what it reported (``.get_materialize_result()``, ``.get_results()``).
@@ -96,6 +99,12 @@ class PipesAnylaunchClient(dg.PipesClient, TreatAsResourceParam):
             scheduler: replaces the resource's scheduler
             cfg: merged over the resource's run options
             workspace: overrides the first role's workspace
+            targets: place the app on these targets (scheduler names or
+                ``{scheduler, cfg, startup_timeout}``) instead of the resource's scheduler or
+                targets; every attempt gets the same Pipes bootstrap env (an attempt the
+                platform lost may have reported some messages before it was relaunched)
+            max_infra_retries: replaces the resource's (with targets)
+            checkpoint_root: replaces the resource's (with targets)
 
         Raises:
             dagster.Failure: the app failed, was cancelled or timed out, or the request was
@@ -103,7 +112,15 @@ class PipesAnylaunchClient(dg.PipesClient, TreatAsResourceParam):
         """
         # resolves EnvVar fields: this resource is not initialized by Dagster
         resource: AnylaunchResource = self.anylaunch.process_config_and_initialize()
-        settings, resolved = resource._step_request(app, component_args, scheduler, cfg)
+        settings, resolved = resource._step_request(
+            app,
+            component_args,
+            scheduler,
+            cfg,
+            targets=targets,
+            max_infra_retries=max_infra_retries,
+            checkpoint_root=checkpoint_root,
+        )
         with dg.open_pipes_session(
             # the op view of an asset's context has everything Pipes needs, without the
             # deprecation warnings Dagster's own Pipes code triggers on AssetExecutionContext

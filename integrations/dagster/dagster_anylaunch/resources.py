@@ -23,6 +23,8 @@ import dagster as dg
 from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from anylaunch.runner import Runner, get_runner
+from anylaunch.runner.placement import Placement
+from anylaunch.runner.placement_input import placement_from_data
 from anylaunch.specs.api import AppDef, AppDryRunInfo, AppHandle, AppStatus, Workspace
 from anylaunch.specs.checks import check_known_fields, check_seconds, check_session_name
 from anylaunch.specs.errors import AnylaunchError, InvalidSpecError, UnknownSchedulerException
@@ -34,6 +36,12 @@ from dagster_anylaunch._lifecycle import (
     Context,
     LaunchSettings,
     with_env,
+)
+from dagster_anylaunch.placement import (
+    AnylaunchTarget,
+    check_one_way,
+    step_placement,
+    targets_as_config,
 )
 
 __all__ = ["DEFAULT_SESSION_NAME", "AnylaunchResource"]
@@ -83,6 +91,11 @@ def to_app(
 class AnylaunchResource(dg.ConfigurableResource):  # type: ignore[type-arg]
     """Launches anylaunch apps on a scheduler and follows them from Dagster ops and assets.
 
+    Placement: with ``targets`` (instead of ``scheduler``) each app goes to the first target
+    whose capacity is not "no", moves to the next when it cannot start there, and is
+    relaunched (up to ``max_infra_retries`` times) when the platform loses it; its handle
+    ``placement://...`` stays the same across attempts (docs: placement).
+
     Secrets: ``secret_env`` values (typically ``dagster.EnvVar("NAME")``, resolved when the
     resource is initialized) are set in every role's environment and masked as ``***`` in
     everything this integration logs. ``scheduler``, ``session_name`` and ``env`` values may
@@ -93,15 +106,33 @@ class AnylaunchResource(dg.ConfigurableResource):  # type: ignore[type-arg]
     # module's own errors name the field and its (non-secret) value
     model_config = ConfigDict(hide_input_in_errors=True)
 
-    scheduler: str = Field(
-        default="local_cwd",
+    scheduler: str | None = Field(
+        default=None,
         description="Scheduler to launch on: local_cwd, local_docker, kubernetes, "
-        "kubernetes_mcad, aws_batch, aws_sagemaker, slurm or lsf.",
+        "kubernetes_mcad, aws_batch, aws_sagemaker, slurm or lsf (default: local_cwd). Not "
+        "together with targets.",
     )
     cfg: dict[str, Any] = Field(
         default_factory=dict,
         description="The scheduler's run options (`anylaunch runopts SCHEDULER` lists them); "
         "options in .anylaunchconfig fill in the rest.",
+    )
+    targets: list[AnylaunchTarget] | None = Field(
+        default=None,
+        description="Placement instead of scheduler: ordered targets {scheduler, cfg, "
+        "startup_timeout} (in Python also scheduler names). The app runs on the first whose "
+        "capacity is not 'no' and moves to the next when it cannot start there.",
+    )
+    max_infra_retries: int = Field(
+        default=0,
+        description="With targets: relaunches after the platform lost the app (node lost, "
+        "preempted); an application failure is never relaunched.",
+    )
+    checkpoint_root: str | None = Field(
+        default=None,
+        description="With targets: fsspec URL of the placement record and of "
+        "ANYLAUNCH_CHECKPOINT_URL (default: $ANYLAUNCH_CHECKPOINT_ROOT, then "
+        "~/.anylaunch/placements).",
     )
     session_name: str = Field(
         default=DEFAULT_SESSION_NAME,
@@ -173,7 +204,7 @@ class AnylaunchResource(dg.ConfigurableResource):  # type: ignore[type-arg]
 
         # an EnvVar's value is only known once the resource is initialized (then this runs
         # again with the value)
-        if not isinstance(value, dg.EnvVar):
+        if value is not None and not isinstance(value, dg.EnvVar):
             if not isinstance(value, str):
                 raise InvalidSpecError(
                     "scheduler", value, "must be a scheduler name", "e.g. 'local_cwd'"
@@ -192,6 +223,23 @@ class AnylaunchResource(dg.ConfigurableResource):  # type: ignore[type-arg]
     @classmethod
     def _positive_or_none(cls, value: float | None, info: Any) -> float | None:
         return None if value is None else check_seconds(info.field_name, value, positive=True)
+
+    @field_validator("targets", mode="before")
+    @classmethod
+    def _targets(cls, value: Any) -> Any:
+        # scheduler names, mappings, Targets: one config form
+        return targets_as_config("AnylaunchResource", value)
+
+    @model_validator(mode="after")
+    def _one_way(self) -> "AnylaunchResource":
+        placed_only = {"max_infra_retries": self.max_infra_retries != 0}
+        placed_only["checkpoint_root"] = self.checkpoint_root is not None
+        check_one_way("AnylaunchResource", self.targets, self.scheduler, self.cfg, placed_only)
+        if self.targets is not None:  # the budget's and the root's checks are the core's
+            placement_from_data(
+                "AnylaunchResource", self.targets, self.max_infra_retries, self.checkpoint_root
+            )
+        return self
 
     @field_validator("log_tail_lines")
     @classmethod
@@ -213,15 +261,37 @@ class AnylaunchResource(dg.ConfigurableResource):  # type: ignore[type-arg]
     # --- helpers -----------------------------------------------------------------------
 
     def settings(
-        self, scheduler: str | None = None, cfg: Mapping[str, CfgVal] | None = None
+        self,
+        scheduler: str | None = None,
+        cfg: Mapping[str, CfgVal] | None = None,
+        *,
+        targets: Sequence[Any] | None = None,
+        max_infra_retries: int | None = None,
+        checkpoint_root: str | None = None,
+        owner: str = "",
     ) -> LaunchSettings:
         """This resource's launch settings; ``scheduler`` replaces the resource's and ``cfg``
-        is merged over the resource's ``cfg`` (its keys win)."""
+        is merged over the resource's ``cfg`` (its keys win). ``targets`` (with
+        ``max_infra_retries`` and ``checkpoint_root``; None: the resource's) place the app
+        instead: they replace the resource's scheduler or targets, and a target on the
+        resource's scheduler gets the resource's ``cfg`` under its own. Errors name
+        ``{owner}.field`` (``owner`` empty: the argument).
+        """
         if cfg is not None and not isinstance(cfg, Mapping):
             raise InvalidSpecError("cfg", cfg, "must be a mapping of run options", "pass a dict")
+        placement = self._placement(
+            scheduler, cfg, targets, max_infra_retries, checkpoint_root, owner
+        )
+        if placement is not None:  # dryrun() shows the first target's request
+            first = placement.resolved_targets[0]
+            scheduler, run_cfg = first.scheduler, dict(first.cfg or {})
+        else:
+            scheduler = scheduler or self._scheduler()
+            run_cfg = {**self.cfg, **(cfg or {})}
         return LaunchSettings(
-            scheduler=scheduler or self.scheduler,
-            cfg={**self.cfg, **(cfg or {})},
+            scheduler=scheduler,
+            cfg=run_cfg,
+            placement=placement,
             session_name=self.session_name,
             poll_interval_s=self.poll_interval_s,
             startup_timeout_s=self.startup_timeout_s,
@@ -233,6 +303,36 @@ class AnylaunchResource(dg.ConfigurableResource):  # type: ignore[type-arg]
             secret_env=dict(self.secret_env),
             retry_only_infrastructure_failures=self.retry_only_infrastructure_failures,
         )
+
+    def _scheduler(self) -> str:
+        from anylaunch.schedulers import get_default_scheduler_name
+
+        return self.scheduler or get_default_scheduler_name()
+
+    def _placement(
+        self,
+        scheduler: str | None,
+        cfg: Mapping[str, CfgVal] | None,
+        targets: Sequence[Any] | None,
+        max_infra_retries: int | None,
+        checkpoint_root: str | None,
+        owner: str,
+    ) -> Placement | None:
+        """The placement of a launch whose call gave these arguments (None: one scheduler)."""
+        retries = self.max_infra_retries if max_infra_retries is None else max_infra_retries
+        root = self.checkpoint_root if checkpoint_root is None else checkpoint_root
+        if targets is not None:  # the call's targets replace the resource's scheduler
+            check_one_way(owner, targets, scheduler, cfg)
+            return step_placement(owner, targets, retries, root, self._scheduler(), self.cfg)
+        placed_only = {
+            "max_infra_retries": max_infra_retries is not None,
+            "checkpoint_root": checkpoint_root is not None,
+        }
+        if scheduler is not None or self.targets is None:  # one scheduler
+            check_one_way(owner, None, scheduler, cfg, placed_only)
+            return None
+        check_one_way(owner, self.targets, None, cfg)  # the resource's targets
+        return step_placement("AnylaunchResource", self.targets, retries, root, "", {})
 
     def get_runner(self) -> Runner:
         """A new Runner for this resource's session (close it, or use ``with``)."""
@@ -249,8 +349,11 @@ class AnylaunchResource(dg.ConfigurableResource):  # type: ignore[type-arg]
         cfg: Mapping[str, CfgVal] | None = None,
         workspace: str | Workspace | None = None,
         parent_run_id: str | None = None,
+        targets: Sequence[Any] | None = None,
     ) -> AppDryRunInfo[Any]:
-        """The request :meth:`launch` would submit (no submission; print it to read it).
+        """The request :meth:`launch` would submit (no submission; print it to read it); a
+        placed app's: the request for its first target (each attempt is dry-run when it is
+        tried).
 
         Args:
             app: an AppDef, or a component name such as ``utils.echo``
@@ -259,8 +362,9 @@ class AnylaunchResource(dg.ConfigurableResource):  # type: ignore[type-arg]
             cfg: merged over the resource's run options
             workspace: overrides the first role's workspace (``""`` disables it)
             parent_run_id: injected as ``ANYLAUNCH_PARENT_RUN_ID``
+            targets: placement targets (replace the resource's scheduler or targets)
         """
-        settings = self.settings(scheduler, cfg)
+        settings = self.settings(scheduler, cfg, targets=targets)
         env = {**settings.env, **settings.secret_env}
         with self.get_runner() as runner:
             resolved = to_app(app, component_args, runner)
@@ -281,18 +385,39 @@ class AnylaunchResource(dg.ConfigurableResource):  # type: ignore[type-arg]
         cfg: Mapping[str, CfgVal] | None = None,
         workspace: str | Workspace | None = None,
         parent_run_id: str | None = None,
+        targets: Sequence[Any] | None = None,
     ) -> AppHandle:
-        """Submits the app and returns its handle at once (arguments as :meth:`dryrun`)."""
-        info = self.dryrun(
-            app,
-            component_args,
-            scheduler=scheduler,
-            cfg=cfg,
-            workspace=workspace,
-            parent_run_id=parent_run_id,
-        )
+        """Submits the app and returns its handle at once (arguments as :meth:`dryrun`).
+
+        With targets (the resource's or ``targets``) the app is placed: the handle is
+        ``placement://...``, and moving the app to its next attempt needs a driver, a
+        process holding the app (:meth:`run` is one; or ``Runner.attach``); ``status`` and
+        ``wait`` here only follow it.
+
+        Raises:
+            anylaunch.runner.placed.NoTargetCanRunError: every target said no
+        """
+        settings = self.settings(scheduler, cfg, targets=targets)
+        if settings.placement is None:
+            info = self.dryrun(
+                app,
+                component_args,
+                scheduler=scheduler,
+                cfg=cfg,
+                workspace=workspace,
+                parent_run_id=parent_run_id,
+            )
+            with self.get_runner() as runner:
+                return runner.schedule(info)
+        env = {**settings.env, **settings.secret_env}
         with self.get_runner() as runner:
-            return runner.schedule(info)
+            resolved = to_app(app, component_args, runner)
+            return runner.run(
+                with_env(resolved, env) if env else resolved,
+                workspace=workspace,
+                parent_run_id=parent_run_id,
+                placement=settings.placement,
+            )
 
     def status(self, handle: AppHandle) -> AppStatus | None:
         """The app's status, or None if its scheduler does not know it."""
@@ -346,6 +471,9 @@ class AnylaunchResource(dg.ConfigurableResource):  # type: ignore[type-arg]
         cfg: Mapping[str, CfgVal] | None = None,
         workspace: str | Workspace | None = None,
         reattach: bool = True,
+        targets: Sequence[Any] | None = None,
+        max_infra_retries: int | None = None,
+        checkpoint_root: str | None = None,
     ) -> AnylaunchRun:
         """Launches the app and sees it through, all inside the calling op or asset.
 
@@ -364,12 +492,26 @@ class AnylaunchResource(dg.ConfigurableResource):  # type: ignore[type-arg]
             cfg: merged over the resource's run options
             workspace: overrides the first role's workspace (``""`` disables it)
             reattach: set False to always launch a new app
+            targets: place the app on these targets (scheduler names or
+                ``{scheduler, cfg, startup_timeout}``) instead of the resource's scheduler or
+                targets; output metadata ``anylaunch/placement`` and ``anylaunch/attempt``
+                say where it ran
+            max_infra_retries: replaces the resource's (with targets)
+            checkpoint_root: replaces the resource's (with targets)
 
         Raises:
             dagster.Failure: the app failed, was cancelled or timed out (metadata: handle,
                 ui_url, final_state, error, last_log_lines), or the request was invalid
         """
-        settings, resolved = self._step_request(app, component_args, scheduler, cfg)
+        settings, resolved = self._step_request(
+            app,
+            component_args,
+            scheduler,
+            cfg,
+            targets=targets,
+            max_infra_retries=max_infra_retries,
+            checkpoint_root=checkpoint_root,
+        )
         return AppWatch(context, settings, reattach=reattach).run(resolved, workspace=workspace)
 
     def _step_request(
@@ -378,12 +520,24 @@ class AnylaunchResource(dg.ConfigurableResource):  # type: ignore[type-arg]
         component_args: ComponentArgs | None,
         scheduler: str | None,
         cfg: Mapping[str, CfgVal] | None,
+        *,
+        targets: Sequence[Any] | None = None,
+        max_infra_retries: int | None = None,
+        checkpoint_root: str | None = None,
+        owner: str = "",
     ) -> tuple[LaunchSettings, AppDef]:
         """The settings and the AppDef a step launches; an invalid request fails the step
         with a ``dagster.Failure`` that allows no retries (a bad request does not get better
         by retrying)."""
         try:
-            settings = self.settings(scheduler, cfg)
+            settings = self.settings(
+                scheduler,
+                cfg,
+                targets=targets,
+                max_infra_retries=max_infra_retries,
+                checkpoint_root=checkpoint_root,
+                owner=owner,
+            )
             with self.get_runner() as runner:
                 return settings, to_app(app, component_args, runner)
         except AnylaunchError as e:

@@ -2,7 +2,9 @@
 
 Blocks (registered by ``prefect block register -m prefect_anylaunch``, and automatically
 through the ``prefect.collections`` entry point): :class:`AnylaunchJob`, whose ``trigger()``
-returns an :class:`AnylaunchJobRun`, and :class:`AnylaunchSchedulerSettings`. Tasks:
+returns an :class:`AnylaunchJobRun` (its ``targets``, :class:`AnylaunchTarget`, place the app
+on the first of several schedulers that can run it), and :class:`AnylaunchSchedulerSettings`.
+Tasks:
 :func:`launch_app`, :func:`wait_for_app`, :func:`cancel_app`, :func:`get_app_logs`. Flow:
 :func:`run_app`, with the hook :func:`cancel_launched_apps` for your own flows.
 
@@ -26,6 +28,7 @@ from prefect_anylaunch.errors import (
     AnylaunchAppTimeoutError,
     retry_infrastructure_failures,
 )
+from prefect_anylaunch.placement import AnylaunchTarget
 
 if TYPE_CHECKING:
     from prefect_anylaunch.flows import cancel_launched_apps, run_app
@@ -55,6 +58,7 @@ __all__ = [
     "AnylaunchJob",
     "AnylaunchJobRun",
     "AnylaunchSchedulerSettings",
+    "AnylaunchTarget",
     "cancel_app",
     "cancel_launched_apps",
     "get_app_logs",

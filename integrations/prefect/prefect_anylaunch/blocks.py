@@ -21,6 +21,8 @@ from pydantic import Field, SerializationInfo, field_serializer, field_validator
 from anylaunch.runner import Runner, get_runner
 from anylaunch.runner.array_results import with_failed_indices
 from anylaunch.runner.outcome import Outcome, masked_status
+from anylaunch.runner.placement import Placement
+from anylaunch.runner.placement_input import placement_from_data, target_as_data
 from anylaunch.runner.session import AppSession, cancel_app, logger_sink
 from anylaunch.runner.session_options import SECONDS_OPTION_NAMES
 from anylaunch.runner.watch import Lost, RunTimedOut, StartupTimedOut
@@ -34,6 +36,7 @@ from anylaunch.specs.api import (
 )
 from anylaunch.specs.checks import check_seconds, check_type
 from anylaunch.specs.errors import InvalidSpecError, UnknownAppException, did_you_mean
+from anylaunch.specs.handles import is_placed
 from anylaunch.specs.secrets import Redactor, app_redactor
 from anylaunch.specs.serialize import appdef_to_dict
 from prefect_anylaunch import _prefect
@@ -43,6 +46,13 @@ from prefect_anylaunch.errors import (
     AnylaunchAppFailedError,
     AnylaunchAppLostError,
     AnylaunchAppTimeoutError,
+)
+from prefect_anylaunch.placement import (
+    AnylaunchTarget,
+    check_placement_fields,
+    placement_artifact,
+    placement_result,
+    targets_markdown,
 )
 
 __all__ = ["AnylaunchJob", "AnylaunchJobRun", "AnylaunchSchedulerSettings"]
@@ -164,10 +174,15 @@ class AnylaunchSchedulerSettings(Block):
 
 class AnylaunchJob(JobBlock[dict[str, Any]]):
     """An anylaunch app to launch (a component with its arguments, or an AppDef), where to
-    launch it (scheduler, cfg, settings block) and how to watch it (poll interval, startup
-    and run timeouts, which logs to stream into the Prefect run log).
+    launch it (scheduler, cfg, settings block; or ordered placement ``targets``) and how to
+    watch it (poll interval, startup and run timeouts, which logs to stream into the Prefect
+    run log).
 
-    ``trigger()`` dry-runs then schedules the app and returns an ``AnylaunchJobRun``.
+    ``trigger()`` dry-runs then schedules the app and returns an ``AnylaunchJobRun``. With
+    ``targets`` it places the app instead (:mod:`anylaunch.runner.placement`): on the first
+    target whose capacity is not "no", moving on when it cannot start there and relaunching
+    it (up to ``max_infra_retries`` times) when the platform loses it; its handle
+    ``placement://...`` stays the same across attempts.
 
     Example:
         ```python
@@ -240,13 +255,46 @@ class AnylaunchJob(JobBlock[dict[str, Any]]):
     )
     create_artifacts: bool = Field(
         default=True,
-        description="Create the dryrun, UI link and replica-state artifacts.",
+        description="Create the dryrun, UI link, placement and replica-state artifacts.",
+    )
+    targets: list[AnylaunchTarget] | None = Field(
+        default=None,
+        description="Placement instead of scheduler: ordered targets, each a scheduler name "
+        "or {scheduler, cfg, startup_timeout}. The app runs on the first whose capacity is not "
+        "'no' and moves to the next when it cannot start there.",
+    )
+    max_infra_retries: int = Field(
+        default=0,
+        description="With targets: relaunches after the platform lost the app (node lost, "
+        "preempted); an application failure is never relaunched.",
+    )
+    checkpoint_root: str | None = Field(
+        default=None,
+        description="With targets: fsspec URL of the placement record and of "
+        "ANYLAUNCH_CHECKPOINT_URL (default: $ANYLAUNCH_CHECKPOINT_ROOT, then "
+        "~/.anylaunch/placements).",
     )
 
     def __init__(self, *args: Any, **data: Any) -> None:
         # checked before pydantic sees the data: its errors would quote the (secret) input
         _no_unknown_fields(type(self), data)
+        check_placement_fields(
+            data.get("targets"),
+            data.get("scheduler"),
+            data.get("cfg"),
+            data.get("max_infra_retries", 0),
+            data.get("checkpoint_root"),
+        )
         super().__init__(*args, **data)
+
+    @field_validator("targets", mode="before")
+    @classmethod
+    def _targets_as_models(cls, value: object) -> object:
+        # scheduler names, dicts, core Targets: one stored form (a block field must be JSON)
+        if value is None:
+            return None
+        placement = placement_from_data("AnylaunchJob", value)
+        return [AnylaunchTarget(**target_as_data(t)) for t in placement.resolved_targets]
 
     @field_serializer("app")
     def _app_secrets_masked(self, app: Any, info: SerializationInfo) -> Any:
@@ -290,6 +338,9 @@ class AnylaunchJob(JobBlock[dict[str, Any]]):
             )
         if self.scheduler is not None:
             _check_scheduler("AnylaunchJob.scheduler", self.scheduler)
+        check_placement_fields(  # again: a loaded block document skips __init__
+            self.targets, self.scheduler, self.cfg, self.max_infra_retries, self.checkpoint_root
+        )
         if self.app is not None:
             appdef_from_data(self.app)  # fail now, not at launch
         # pydantic's gt=0 lets inf and nan through: the watch would refuse them after launch
@@ -317,9 +368,11 @@ class AnylaunchJob(JobBlock[dict[str, Any]]):
         return get_runner(self.session_name)
 
     def scheduler_name(self) -> str:
-        """The scheduler the app is launched on."""
+        """The scheduler the app is launched on (with ``targets``: the first target's)."""
         if self.scheduler is not None:
             return self.scheduler
+        if self.targets:
+            return self.targets[0].scheduler
         if self.settings is not None:
             return self.settings.scheduler
         from anylaunch.schedulers import get_default_scheduler_name
@@ -327,9 +380,29 @@ class AnylaunchJob(JobBlock[dict[str, Any]]):
         return get_default_scheduler_name()
 
     def run_cfg(self) -> dict[str, Any]:
-        """The run options given to the scheduler (secrets revealed: never log this)."""
+        """The run options given to the scheduler (secrets revealed: never log this); with
+        ``targets``, the first target's."""
+        if self.targets:
+            return self._target_cfg(self.targets[0])
         base = self.settings.run_cfg() if self.settings is not None else {}
         return {**base, **self.cfg}
+
+    def _target_cfg(self, target: AnylaunchTarget) -> dict[str, Any]:
+        # the settings block's run options belong to its scheduler: only its targets get them
+        on_settings = self.settings is not None and target.scheduler == self.settings.scheduler
+        base = self.settings.run_cfg() if self.settings is not None and on_settings else {}
+        return {**base, **target.cfg}
+
+    def placement(self) -> Placement | None:
+        """The placement the app is launched with (None: on one scheduler, no ``targets``).
+        A target on the settings block's scheduler gets the block's run options (secrets
+        revealed: never log this) under its own."""
+        if self.targets is None:
+            return None
+        targets = [{**t.model_dump(), "cfg": self._target_cfg(t)} for t in self.targets]
+        return placement_from_data(
+            "AnylaunchJob", targets, self.max_infra_retries, self.checkpoint_root
+        )
 
     def redactor(self, app: AppDef | None = None) -> Redactor:
         """Masks this job's secrets: every value of the settings block's ``secret_cfg`` and
@@ -383,7 +456,9 @@ class AnylaunchJob(JobBlock[dict[str, Any]]):
         return app
 
     def dryrun(self, runner: Runner | None = None) -> AppDryRunInfo[Any]:
-        """The scheduler request ``trigger()`` would submit; submits nothing.
+        """The scheduler request ``trigger()`` would submit (with ``targets``: the request
+        for the first target; each attempt of a placed app is dry-run when it is tried);
+        submits nothing.
 
         Raises:
             UnknownSchedulerException, InvalidRunConfigException, InvalidSpecError: bad input
@@ -451,18 +526,34 @@ class AnylaunchJob(JobBlock[dict[str, Any]]):
 
     def _trigger(self) -> AnylaunchJobRun:
         with self.runner() as runner:
-            info = self.dryrun(runner)
-            app = info._app
+            placement = self.placement()
+            if placement is None:
+                info = self.dryrun(runner)
+                app = info._app
+                request = self.dryrun_markdown(info)
+            else:
+                # no dryrun here: each attempt is dry-run (workspace built) when it is tried
+                app = self.build_app(runner)
+                request = targets_markdown(app.name, placement, self.redactor(app))
             app_name = app.name if app is not None else "app"
             redact = self.redactor(app)
             if self.create_artifacts:
                 _prefect.create_artifact(
                     "markdown",
-                    markdown=self.dryrun_markdown(info),
+                    markdown=request,
                     key=_prefect.artifact_key(app_name, "request"),
                     description=f"anylaunch dryrun of {app_name}",
                 )
-            handle = runner.schedule(info)
+            if placement is None:
+                handle = runner.schedule(info)
+            else:  # NoTargetCanRunError: every target said no, nothing was submitted
+                assert app is not None
+                handle = runner.run(
+                    app,
+                    workspace=self.workspace,
+                    parent_run_id=_prefect.current_owner(),
+                    placement=placement,
+                )
             try:
                 self.logger.info("launched %s", handle)
                 _prefect.remember_launch(handle)
@@ -479,6 +570,8 @@ class AnylaunchJob(JobBlock[dict[str, Any]]):
                             key=_prefect.artifact_key(app_name, "link"),
                             description=f"where to follow {handle}",
                         )
+                    if status is not None and status.placement is not None:
+                        placement_artifact(handle, app_name, status, redact)
             except BaseException:
                 # interrupted between launch and handing the handle over: nobody could
                 # cancel the app later, so do it now
@@ -530,7 +623,26 @@ class AnylaunchJobRun(JobRun[dict[str, Any]]):
 
     # --- wait ----------------------------------------------------------------------------
 
+    def _drive(self, runner: Runner) -> None:
+        """Makes ``runner`` the driver of a placed app (its status calls move the app to
+        the next attempt when the placement says so), with the job's targets: the task that
+        waits may run in another process than the one that launched, or be a retry."""
+        if not is_placed(self.app_handle):
+            return
+        placement = self.job.placement()
+        if placement is None or self.app is None:
+            self.logger.warning(
+                "%s is a placed app but this job has no targets (or no app): it is followed,"
+                " not driven; pass the job that launched it to move it when needed",
+                self.app_handle,
+            )
+            return
+        runner.attach(
+            self.app_handle, self.app, placement, self.job.workspace, _prefect.current_owner()
+        )
+
     def _session(self, runner: Runner) -> AppSession:
+        self._drive(runner)
         job = self.job
         from anylaunch.schedulers.api import Stream
 
@@ -554,6 +666,8 @@ class AnylaunchJobRun(JobRun[dict[str, Any]]):
         run's result or exception."""
         status, redact = outcome.status, self.redact
         decision = outcome.decision
+        if status is not None and status.placement is not None and self.job.create_artifacts:
+            placement_artifact(self.app_handle, self.app_name, status, redact)
         if outcome.kind in ("succeeded", "failed"):
             self.final_status = status
             if status is not None and self.job.create_artifacts:
@@ -622,6 +736,7 @@ class AnylaunchJobRun(JobRun[dict[str, Any]]):
 
     def _status(self) -> AppStatus:
         with self.job.runner() as runner:
+            self._drive(runner)
             status = runner.status(self.app_handle)
         if status is None:
             raise UnknownAppException(self.app_handle)
@@ -646,9 +761,12 @@ class AnylaunchJobRun(JobRun[dict[str, Any]]):
     def result_of(self, status: AppStatus) -> dict[str, Any]:
         """``status`` as this run's result: a dict with ``app_handle``, secrets masked; for
         an array app also ``indices`` (``index -> {state, exit_code}``, compact for large
-        arrays) and ``failed_indices`` (see :func:`prefect_anylaunch.arrays.array_result`)."""
+        arrays) and ``failed_indices`` (see :func:`prefect_anylaunch.arrays.array_result`);
+        for a placed app ``attempt`` and ``placement`` (every target tried, see
+        :func:`prefect_anylaunch.placement.placement_result`)."""
         masked = masked_status(status, self.redact)
-        return array_result({"app_handle": self.app_handle, **masked.to_dict()}, masked)
+        result = array_result({"app_handle": self.app_handle, **masked.to_dict()}, masked)
+        return placement_result(result, masked)
 
     async def afetch_result(self) -> dict[str, Any]:
         """Async :meth:`fetch_result`."""

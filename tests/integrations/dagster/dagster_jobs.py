@@ -1,6 +1,9 @@
 """Jobs the termination and re-execution tests run, in a run worker process (run_worker.py)
 and in the test process (re-execution loads this file by path, as a code location would).
 
+``placed_job`` places a RESUMABLE app (see tests/integrations/placement_plugin.py) on local_cwd
+with one infrastructure relaunch.
+
 The app's behaviour comes from the environment, which the worker process inherits:
 TEST_APP_SLEEP_S (how long the app runs at most), TEST_APP_RELEASE_FILE (the app ends as soon
 as this file exists) and TEST_FAIL_ONCE_MARKER (fail the step once, after the app succeeded,
@@ -61,3 +64,25 @@ def slow_step(context: dg.OpExecutionContext, anylaunch: AnylaunchResource) -> s
 )
 def slow_job() -> None:
     slow_step()
+
+
+@dg.op
+def placed_step(context: dg.OpExecutionContext, anylaunch: AnylaunchResource) -> int:
+    from tests.integrations.placement_plugin import RESUMABLE
+
+    run = anylaunch.run(context, python_app("resumable", RESUMABLE))
+    assert run.status.placement is not None
+    return run.status.placement.attempt
+
+
+@dg.job(
+    executor_def=dg.in_process_executor,
+    resource_defs={
+        # the checkpoint root comes from $ANYLAUNCH_CHECKPOINT_ROOT (the worker inherits it)
+        "anylaunch": AnylaunchResource(
+            targets=["local_cwd"], max_infra_retries=1, poll_interval_s=0.2, cancel_timeout_s=30
+        )
+    },
+)
+def placed_job() -> None:
+    placed_step()
