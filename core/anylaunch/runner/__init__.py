@@ -18,10 +18,10 @@ from anylaunch.runner.api import (
     ENV_ANYLAUNCH_JOB_ID,
     ENV_ANYLAUNCH_PARENT_RUN_ID,
     ENV_ANYLAUNCH_SESSION,
-    AppWaitTimeoutError,
     Runner,
     get_runner,
 )
+from anylaunch.runner.errors import AppWaitTimeoutError
 from anylaunch.runner.watch import poll_intervals
 
 if TYPE_CHECKING:

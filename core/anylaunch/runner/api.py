@@ -20,6 +20,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from anylaunch.runner.errors import AppWaitTimeoutError
 from anylaunch.schedulers import get_scheduler_factories
 from anylaunch.schedulers.api import (
     DescribeAppResponse,
@@ -45,7 +46,6 @@ from anylaunch.specs.api import (
 )
 from anylaunch.specs.checks import check_seconds, check_session_name, check_type
 from anylaunch.specs.errors import (
-    AnylaunchError,
     InvalidRunConfigException,
     InvalidSpecError,
     UnknownAppException,
@@ -80,24 +80,6 @@ ENV_ANYLAUNCH_PARENT_RUN_ID = "ANYLAUNCH_PARENT_RUN_ID"
 
 
 logger: logging.Logger = logging.getLogger(__name__)
-
-
-class AppWaitTimeoutError(AnylaunchError, TimeoutError):
-    """``Runner.wait`` gave up before the app reached a terminal state (the app keeps running).
-
-    >>> print(AppWaitTimeoutError("local_cwd://s/echo-1", AppState.RUNNING, 5))
-    app local_cwd://s/echo-1 did not finish within 5s (last state: RUNNING). Fix: wait longer (a larger timeout), or stop it with Runner.cancel('local_cwd://s/echo-1') / `anylaunch cancel local_cwd://s/echo-1`
-    """
-
-    def __init__(self, app_handle: AppHandle, last_state: AppState, timeout: float) -> None:
-        self.app_handle = app_handle
-        self.last_state = last_state
-        self.timeout = timeout
-        super().__init__(
-            f"app {app_handle} did not finish within {timeout:g}s (last state: "
-            f"{last_state.name}). Fix: wait longer (a larger timeout), or stop it with "
-            f"Runner.cancel({app_handle!r}) / `anylaunch cancel {app_handle}`"
-        )
 
 
 class Runner(Closing):
@@ -258,34 +240,9 @@ class Runner(Closing):
             InvalidSpecError: bad arguments (naming the parameter), or the component does
                 not return a valid AppDef
         """
-        from anylaunch.components import get_component
-        from anylaunch.runner.config import get_configs
-        from anylaunch.specs.builder_values import component_cli_args
-        from anylaunch.specs.builders import materialize_appdef
+        from anylaunch.runner.components import materialize
 
-        if not isinstance(component, str) or not component:
-            raise InvalidSpecError(
-                "component", component, "must be a non-empty str", "e.g. 'utils.echo'"
-            )
-        component_fn = get_component(component).fn
-        if isinstance(component_args, Mapping):
-            cli_args = component_cli_args(component_fn, component_args)
-        elif isinstance(component_args, (list, tuple)) and all(
-            isinstance(a, str) for a in component_args
-        ):
-            cli_args = list(component_args)
-        else:
-            raise InvalidSpecError(
-                "component_args",
-                component_args,
-                "must be a list of str (as on the command line) or a {param: value} dict",
-                "pass e.g. ['--msg', 'hi'] or {'msg': 'hi'}",
-            )
-        defaults = {
-            **get_configs("component", component),
-            **self._component_defaults.get(component, {}),
-        }
-        return materialize_appdef(component_fn, cli_args, defaults or None)
+        return materialize(component, component_args, self._component_defaults)
 
     def run(
         self,
