@@ -54,8 +54,10 @@ from anylaunch.specs.errors import (
 )
 from anylaunch.specs.handles import is_placed
 from anylaunch.specs.runopts import CfgVal, runopts
+from anylaunch.specs.secrets import Redactor
 
 if TYPE_CHECKING:
+    from anylaunch.runner.archive import ArchiveKeeper
     from anylaunch.runner.placed import PlacedApps
     from anylaunch.runner.placement import Placement
 
@@ -137,6 +139,19 @@ class Runner(Closing):
         from anylaunch.runner.placed import PlacedApps
 
         return PlacedApps(self)
+
+    @functools.cached_property
+    def _archive(self) -> ArchiveKeeper | None:
+        from anylaunch.runner.archive import ArchiveKeeper, configured_archive
+
+        archive = configured_archive()
+        return ArchiveKeeper(self, archive) if archive is not None else None
+
+    def note_secrets(self, app_handle: AppHandle, secrets: Redactor) -> None:
+        """Secrets the caller knows for the app (an engine's declared secret env), masked in
+        everything this runner writes about it (the archive) besides the built-in names."""
+        if self._archive is not None:
+            self._archive.secrets[app_handle] = secrets
 
     @property
     def session_name(self) -> str:
@@ -440,6 +455,8 @@ class Runner(Closing):
         app_id = self._scheduler(scheduler).schedule(dryrun_info)
         handle = make_app_handle(scheduler, self._name, app_id)
         self._apps[handle] = app
+        if self._archive is not None:
+            self._archive.requests[handle] = str(dryrun_info)
         logger.info("launched %s", handle)
         return handle
 
@@ -508,8 +525,8 @@ class Runner(Closing):
         """The one conversion of a describe response into the status callers see."""
         if desc is None:
             self._apps.pop(app_handle, None)  # gone from the scheduler: forget it here too
-            return None
-        return AppStatus(
+            return self._archive.status(app_handle) if self._archive is not None else None
+        status = AppStatus(
             state=desc.state,
             num_restarts=desc.num_restarts,
             msg="" if desc.msg == NONE else desc.msg,
@@ -518,6 +535,9 @@ class Runner(Closing):
             roles=desc.roles_statuses,
             array=desc.array,
         )
+        if status.is_terminal() and self._archive is not None:
+            self._archive.ended(app_handle, status)
+        return status
 
     def wait(
         self,
@@ -587,7 +607,7 @@ class Runner(Closing):
         cached = self._apps.get(app_handle)
         if desc is None:
             self._apps.pop(app_handle, None)
-            return None
+            return self._archive.app(app_handle) if self._archive is not None else None
         from anylaunch.runner.array_results import described_app
 
         return described_app(desc, cached, app_id)
@@ -618,7 +638,13 @@ class Runner(Closing):
             raise InvalidSpecError("k", k, "must be a replica index >= 0", "e.g. k=0")
         sched, app_id = self._scheduler_app_id(app_handle)
         if sched.describe(app_id) is None:
-            raise UnknownAppException(app_handle)
+            keeper = self._archive
+            archived = (
+                keeper.log_lines(app_handle, role_name, k, regex, streams) if keeper else None
+            )
+            if archived is None:
+                raise UnknownAppException(app_handle)
+            return archived
         return sched.log_iter(app_id, role_name, k, regex, since, until, should_tail, streams)
 
     # --- control ---------------------------------------------------------------------------

@@ -67,6 +67,8 @@ __all__ = [
 CONFIG_FILE = ".anylaunchconfig"
 #: Separates a section's prefix from its name: ``[component:dist.ddp]``.
 CONFIG_PREFIX_DELIM = ":"
+#: The section of anylaunch's own settings (not a scheduler's).
+GLOBAL_SECTION = "anylaunch"
 #: Environment variable naming the only config file to read.
 ENV_ANYLAUNCHCONFIG = "ANYLAUNCHCONFIG"
 #: Placeholder that ``dump`` writes for required options; loading it is an error.
@@ -426,7 +428,7 @@ def _warn_unknown_sections(parser: configparser.ConfigParser, path: str, applied
     names = [
         s
         for s in parser.sections()
-        if CONFIG_PREFIX_DELIM not in s and s not in (_NO_DEFAULT_SECTION, applied)
+        if CONFIG_PREFIX_DELIM not in s and s not in (_NO_DEFAULT_SECTION, applied, GLOBAL_SECTION)
     ]
     if not names:
         return
@@ -491,6 +493,25 @@ def get_config(prefix: str, name: str, key: str, dirs: Sequence[str] | None = No
     """
     _check_name("key", key)
     return get_configs(prefix, name, dirs).get(key)
+
+
+def get_global(key: str, dirs: Sequence[str] | None = None) -> str | None:
+    """Returns ``key`` of the ``[anylaunch]`` section (settings of anylaunch itself, such as
+    ``archive_url`` and ``checkpoint_root``), from the highest-precedence file that has it.
+
+    >>> import os, tempfile
+    >>> d = tempfile.mkdtemp()
+    >>> _ = open(os.path.join(d, ".anylaunchconfig"), "w").write(
+    ...     "[anylaunch]\narchive_url = file:///srv/archive\n")
+    >>> get_global("archive_url", dirs=[d]), get_global("checkpoint_root", dirs=[d])
+    ('file:///srv/archive', None)
+    """
+    _check_name("key", key)
+    for path in find_configs(dirs):
+        parser = _read_path(path)
+        if parser.has_option(GLOBAL_SECTION, key):
+            return parser.get(GLOBAL_SECTION, key)
+    return None
 
 
 def _check_name(field: str, value: object) -> None:

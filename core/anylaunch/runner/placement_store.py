@@ -93,16 +93,16 @@ class PlacementRecord:
 
 def resolve_root(explicit: str | None = None) -> str:
     """The checkpoint root: ``explicit``, else ``$ANYLAUNCH_CHECKPOINT_ROOT``, else
-    ``[anylaunch:placement] checkpoint_root`` of ``.anylaunchconfig``, else the local
+    ``checkpoint_root`` of the ``[anylaunch]`` section of ``.anylaunchconfig``, else the local
     ``~/.anylaunch/placements`` (one host only)."""
     if explicit:
         return explicit
     from_env = os.environ.get(CHECKPOINT_ROOT_ENV)
     if from_env:
         return from_env
-    from anylaunch.runner.config import get_config
+    from anylaunch.runner.config import get_global
 
-    configured = get_config("anylaunch", "placement", "checkpoint_root")
+    configured = get_global("checkpoint_root")
     if configured:
         return configured
     from anylaunch.specs.home import ANYLAUNCH_HOME
