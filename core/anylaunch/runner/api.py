@@ -40,6 +40,7 @@ from anylaunch.specs.api import (
     AppState,
     AppStatus,
     Workspace,
+    is_terminal,
     macros,
     make_app_handle,
     parse_app_handle,
@@ -637,14 +638,14 @@ class Runner(Closing):
         if isinstance(k, bool) or not isinstance(k, int) or k < 0:
             raise InvalidSpecError("k", k, "must be a replica index >= 0", "e.g. k=0")
         sched, app_id = self._scheduler_app_id(app_handle)
-        if sched.describe(app_id) is None:
-            keeper = self._archive
-            archived = (
-                keeper.log_lines(app_handle, role_name, k, regex, streams) if keeper else None
-            )
-            if archived is None:
-                raise UnknownAppException(app_handle)
-            return archived
+        desc, keeper = sched.describe(app_id), self._archive
+        # an ended app's archived logs outlive the backend's (purged files, expired streams)
+        if keeper is not None and (desc is None or is_terminal(desc.state)):
+            archived = keeper.log_lines(app_handle, role_name, k, regex, streams)
+            if archived is not None:
+                return archived
+        if desc is None:
+            raise UnknownAppException(app_handle)
         return sched.log_iter(app_id, role_name, k, regex, since, until, should_tail, streams)
 
     # --- control ---------------------------------------------------------------------------
