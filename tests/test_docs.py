@@ -104,6 +104,16 @@ def test_samples_run(page: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
         return  # a page without samples has nothing to run (counted, never skipped)
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("ANYLAUNCH_LOCAL_STATE_DIR", str(tmp_path / "state"))
+    # a sample may set env vars as a reader would (an archive URL): none outlives its page
+    saved_env = dict(os.environ)
+    try:
+        _run_samples(page, samples, tmp_path)
+    finally:
+        os.environ.clear()
+        os.environ.update(saved_env)
+
+
+def _run_samples(page: Path, samples: list[tuple[str, str]], tmp_path: Path) -> None:
     namespace: dict[str, object] = {"__name__": f"docs_{page.stem}"}
     number = 0
     for kind, text in samples:
