@@ -385,6 +385,8 @@ class AppSession:
         if not self._feed_found:
             self._feed, _ = change_feed_of(self._runner(), self.handle)
             self._feed_found = True
+            if self._redact:  # masked in what the runner writes about the app (its archive)
+                self._runner().note_secrets(self.handle, self._redact)
         if observation is _UNSET:
             observation = self.poll()
         if not self._secrets_known and not isinstance(observation, PollError):
@@ -422,6 +424,7 @@ class AppSession:
         ]
         self._redact = self._redact | Redactor(values)
         self._secrets_known = True
+        self._runner().note_secrets(self.handle, self._redact)
         if self._on_secrets is not None and self._redact:
             self._on_secrets(self._redact.values)
         return True
