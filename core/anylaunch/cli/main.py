@@ -39,6 +39,7 @@ from anylaunch.cli.cmd_retry import CmdRetryFailed
 from anylaunch.cli.cmd_run import CmdRun
 from anylaunch.cli.cmd_runopts import CmdRunopts
 from anylaunch.cli.cmd_status import CmdStatus
+from anylaunch.cli.cmd_tracker import CmdTracker
 
 #: Set to 1 to print tracebacks of expected errors too.
 ENV_DEBUG = "ANYLAUNCH_DEBUG"
@@ -74,6 +75,7 @@ def get_sub_cmds() -> dict[str, SubCommand]:
         "run": CmdRun(),
         "runopts": CmdRunopts(),
         "status": CmdStatus(),
+        "tracker": CmdTracker(),
     }
 
 

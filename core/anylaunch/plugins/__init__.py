@@ -20,6 +20,11 @@ with :class:`register`; installing the package is all it takes::
     @register.component()
     def train(script: str) -> AppDef: ...
 
+    # anylaunch_plugins/tracker/my_tracker.py  -> ANYLAUNCH_TRACKERS=my_tracker
+    @register.tracker()
+    def my_tracker(config: str | None) -> TrackerBase:
+        return MyTracker(config)
+
 A TorchX plugin package is ported by renaming ``torchx`` to ``anylaunch`` in its imports and
 ``torchx_plugins`` to ``anylaunch_plugins``. The groups are ``schedulers``,
 ``named_resources``, ``components``, ``tracker`` and ``event_handlers``, plus

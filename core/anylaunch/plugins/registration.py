@@ -118,7 +118,8 @@ class register:
 
     @classmethod
     def tracker(cls, name: str | None = None) -> register:
-        """Registers a tracker factory ``(config: str | None) -> tracker``."""
+        """Registers a tracker factory ``(config: str | None) -> TrackerBase``: configured by
+        its name like a built-in tracker (see :mod:`anylaunch.tracker.config`)."""
         return cls(PluginType.TRACKER, name=name)
 
     @classmethod

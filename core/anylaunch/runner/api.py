@@ -56,6 +56,7 @@ from anylaunch.specs.errors import (
 from anylaunch.specs.handles import is_placed
 from anylaunch.specs.runopts import CfgVal, runopts
 from anylaunch.specs.secrets import Redactor
+from anylaunch.tracker.api import ENV_ANYLAUNCH_JOB_ID, ENV_ANYLAUNCH_PARENT_RUN_ID
 
 if TYPE_CHECKING:
     from anylaunch.runner.archive import ArchiveKeeper
@@ -74,12 +75,8 @@ __all__ = [
 
 #: Session name of a runner created without a name (TorchX uses "torchx").
 DEFAULT_SESSION_NAME = "anylaunch"
-#: Injected into every role: the app's own handle (the scheduler substitutes ``${app_id}``).
-ENV_ANYLAUNCH_JOB_ID = "ANYLAUNCH_JOB_ID"
 #: Injected into every role: the session (runner name) that launched the app.
 ENV_ANYLAUNCH_SESSION = "ANYLAUNCH_SESSION"
-#: Injected into every role when a parent run id is given (or set in the launcher's env).
-ENV_ANYLAUNCH_PARENT_RUN_ID = "ANYLAUNCH_PARENT_RUN_ID"
 
 
 logger: logging.Logger = logging.getLogger(__name__)
@@ -326,7 +323,8 @@ class Runner(Closing):
         Works on a copy of ``app``: fills ``cfg`` from ``.anylaunchconfig`` (explicit keys
         win), resolves and validates it, builds the workspace into the first role when the
         scheduler supports workspaces, and injects ``ANYLAUNCH_JOB_ID`` (and
-        ``ANYLAUNCH_PARENT_RUN_ID``) into every role's env.
+        ``ANYLAUNCH_PARENT_RUN_ID``, and the trackers of :mod:`anylaunch.tracker.config`)
+        into every role's env.
 
         Args:
             app: the app to submit (not modified)
@@ -358,13 +356,18 @@ class Runner(Closing):
         self._build_workspace(sched, app, workspace, resolved)
         sched._validate(app, scheduler, resolved)
 
+        from anylaunch.runner.config import load_sections
+        from anylaunch.tracker.config import configured_trackers, tracker_env
+
         parent = os.environ.get(ENV_ANYLAUNCH_PARENT_RUN_ID) or parent_run_id
         job_id = make_app_handle(scheduler, self._name, macros.app_id)
+        tracking = tracker_env(configured_trackers(load_sections))  # the app's own env wins
         for role in app.roles:
             role.env[ENV_ANYLAUNCH_JOB_ID] = job_id
             role.env[ENV_ANYLAUNCH_SESSION] = self._name
             if parent:
                 role.env[ENV_ANYLAUNCH_PARENT_RUN_ID] = parent
+            role.env.update({k: v for k, v in tracking.items() if k not in role.env})
 
         info = sched.submit_dryrun(app, resolved)
         # route by the name this runner knows the scheduler by (may differ from its backend)

@@ -1,0 +1,1 @@
+"""Tracker backends shipped with anylaunch: :mod:`anylaunch.tracker.backend.fsspec`."""
