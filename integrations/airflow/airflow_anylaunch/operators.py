@@ -543,9 +543,9 @@ class AnylaunchOperator(ResumableJobMixin, BaseOperator):
 
         assert self._runner is not None
         handle = str(external_id)
-        if self._placement is not None and is_placed(handle):
-            attach_placed(self, context, handle)  # before any status call: this task moves it
         cleared = ended_by_user(context, handle)
+        if self._placement is not None and is_placed(handle) and not cleared:
+            attach_placed(self, context, handle)  # before any status call: this task moves it
         if cleared:  # neither adopted nor reused, even if it succeeded: a rerun runs again
             self.log.warning(
                 "anylaunch app %s was launched before this task instance was cleared: not "
