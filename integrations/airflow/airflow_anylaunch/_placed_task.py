@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from airflow_anylaunch._common import XCOM_UI_URL, status_dict, ui_url_xcom
-from airflow_anylaunch._placement import push_placement
+from airflow_anylaunch._placement import due_move, push_placement
 from airflow_anylaunch.exceptions import AnylaunchAppError, AnylaunchAppLost, AnylaunchInputError
 
 if TYPE_CHECKING:
@@ -132,6 +132,12 @@ def resume_move(op: AnylaunchOperator, context: Context, event: Mapping[str, Any
             )
         attach_placed(op, context, handle)
         status = _move(op, handle)
+        if due_move(status):  # not driven here (no record to attach to): never ping-pong
+            raise AnylaunchAppLost(
+                f"anylaunch app {handle} must move ({op._mask(due_move(status))}), but this "
+                "task cannot move it (see the warning above)",
+                handle,
+            )
     except BaseException:
         op._close_runner()
         raise

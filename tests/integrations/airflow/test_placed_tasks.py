@@ -167,6 +167,59 @@ def test_an_infrastructure_loss_is_relaunched_by_the_task(
         assert out.count("deferring: the triggerer waits for anylaunch app placement://") == 2
 
 
+HANGS = "import time; print('attempt 0 runs', flush=True); time.sleep(300)"
+
+
+def test_the_trigger_hands_a_due_move_back_with_its_clock_and_moves_nothing(
+    fulllocal: Path, state_dir: Path
+) -> None:
+    """The trigger is a reader: it cannot relaunch the lost app, so its one event is
+    ``placement_move`` (why, the clock of its wait, the attempt's last lines); the app stays
+    as it was until a driver (here the launching runner) makes the move."""
+    import time
+
+    from airflow_anylaunch.triggers import AnylaunchAppTrigger
+    from anylaunch.runner import get_runner
+    from anylaunch.runner.placement import Placement
+    from anylaunch.specs import AppDef, AppState, Role
+    from tests.integrations.airflow.test_trigger import first_event
+
+    app = AppDef("lost", [Role("job", ".", entrypoint=sys.executable, args=["-c", HANGS])])
+    with get_runner() as runner:
+        handle = runner.run(app, placement=Placement(["local_cwd"], max_infra_retries=1))
+        try:
+            (first,) = wait_for(
+                "attempt 0 running",
+                lambda: [a for a in local_apps() if a.state == AppState.RUNNING],
+            )
+            wait_for(
+                "its line",
+                lambda: "attempt 0 runs" in "".join(runner.log_lines(first.app_handle, "job", 0)),
+            )
+            scheduler, app_id = runner._scheduler_app_id(first.app_handle)
+            described = scheduler.describe(app_id)
+            assert described is not None
+            os.kill(int(described.metadata["supervisor_pid"]), signal.SIGKILL)
+            deadline = time.time() + 600
+            trigger = AnylaunchAppTrigger(
+                handle, poll_interval=0.2, startup_deadline=deadline, run_timeout=60, attempt=0
+            )
+            event = first_event(trigger)
+
+            assert event["status"] == "placement_move", event
+            assert "supervisor died" in event["message"]
+            assert event["app_status"]["placement"]["next_move"] == event["message"]
+            assert event["log_tail"] == ["job/0 attempt 0 runs"]
+            clock = event["clock"]
+            assert clock["startup_deadline"] == deadline and clock["run_deadline"] is None
+            assert [a.app_handle for a in local_apps()] == [first.app_handle]  # moved nothing
+            moved = runner.status(handle)  # the driver makes the move
+            assert moved is not None and moved.placement is not None
+            assert moved.placement.attempt == 1 and len(local_apps()) == 2
+        finally:
+            runner.cancel(handle)
+
+
 def test_a_retry_after_a_crash_reattaches_to_the_stable_handle_and_drives_it(
     airflow: Any, fulllocal: Path, capfd: pytest.CaptureFixture[str], afc: Any
 ) -> None:
