@@ -21,6 +21,9 @@ from tests.deployments.postgres import Postgres
 from tests.deployments.processes import Daemon, cmdline, descendants, free_port, wait_until
 
 DAGS = Path(__file__).resolve().parent / "dags"
+REPO = Path(__file__).resolve().parents[2]
+#: The ``fulllocal`` plugin scheduler (local_cwd whose capacity says no) the placed DAG names.
+PLUGINS = REPO / "tests" / "integrations" / "airflow" / "plugins"
 BIN = Path(sys.executable).parent
 
 
@@ -32,6 +35,7 @@ class AirflowDeployment:
         self.home = root / "airflow-home"
         self.logs = root / "logs"
         self.state_dir = root / "anylaunch-state"  # local_cwd apps of this deployment
+        self.placements = root / "placements"  # the placement records of its placed apps
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.postgres = postgres
@@ -61,8 +65,9 @@ class AirflowDeployment:
                 "AIRFLOW__SCHEDULER__USE_JOB_SCHEDULE": "False",
                 "AIRFLOW__LOGGING__LOGGING_LEVEL": "INFO",
                 "ANYLAUNCH_LOCAL_STATE_DIR": str(self.state_dir),
+                "ANYLAUNCH_CHECKPOINT_ROOT": str(self.placements),
                 "PYTHONPATH": os.pathsep.join(
-                    [str(Path(__file__).resolve().parents[2]), os.environ.get("PYTHONPATH", "")]
+                    [str(REPO), str(PLUGINS), os.environ.get("PYTHONPATH", "")]
                 ),
             }
         )
@@ -110,6 +115,7 @@ class AirflowDeployment:
             "anylaunch_deploy_deferred",
             "anylaunch_deploy_slurm",
             "anylaunch_deploy_sweep",
+            "anylaunch_deploy_placed",
         ):
             wait_until(
                 lambda dag_id=dag_id: self.get(f"/api/v2/dags/{dag_id}"),

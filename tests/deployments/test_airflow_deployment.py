@@ -12,6 +12,7 @@ import os
 import signal
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -55,12 +56,13 @@ def _ticker_processes() -> list[int]:
 
 
 def _wait_running_app(
-    airflow: AirflowDeployment, dag_id: str, run_id: str, before: list[str]
+    airflow: AirflowDeployment, dag_id: str, run_id: str, before: list[str], name: str = "ticker"
 ) -> str:
-    """Waits until the task runs and its app has printed a few lines; returns the app id."""
+    """Waits until the task runs and its app (called ``name``) has printed a few lines;
+    returns the app id."""
 
     def new_app_ticking() -> str | None:
-        for app_id in app_ids(airflow.state_dir, "ticker"):
+        for app_id in app_ids(airflow.state_dir, name):
             log = airflow.state_dir / app_id / "logs" / "ticker" / "0" / "stdout.log"
             if app_id not in before and log.exists() and log.read_text().count("tick") >= 3:
                 return app_id
@@ -356,3 +358,64 @@ def test_a_deferred_sweep_is_one_task_with_each_index_its_lines_and_outcome(
         outcomes = json.loads(outcomes)
     assert outcomes["counts"] == {"SUCCEEDED": 3, "FAILED": 1}, outcomes
     assert outcomes["indices"]["FAILED"] == "2" and outcomes["exit_codes"]["2"] == 1
+
+
+def _xcom(airflow: AirflowDeployment, dag_id: str, run_id: str, key: str) -> Any:
+    """An XCom of the task ``app`` through the REST API (which may hand back JSON as text)."""
+    import json
+
+    value = airflow.get(
+        f"/api/v2/dags/{dag_id}/dagRuns/{run_id}/taskInstances/app/xcomEntries/{key}"
+    )["value"]
+    return json.loads(value) if isinstance(value, str) and value[:1] in "[{" else value
+
+
+def test_sigkill_after_a_failover_reattaches_to_the_app_on_the_second_target(
+    airflow: AirflowDeployment,
+) -> None:
+    """A task with two targets: ``fulllocal`` (a plugin scheduler on the deployment's
+    PYTHONPATH whose capacity says no) is skipped and local_cwd runs the app. The task runner
+    is SIGKILLed once the app ticks there: the retry reattaches to the same stable handle and
+    the same app on local_cwd (one submission in all) and ends SUCCEEDED."""
+    from anylaunch.runner.placement_store import PlacementStore
+    from anylaunch.specs.handles import parse_app_handle
+
+    dag_id = "anylaunch_deploy_placed"
+    before = app_ids(airflow.state_dir, "placed")
+    run_id = airflow.trigger(dag_id, {"duration": 15})
+    app_id = _wait_running_app(airflow, dag_id, run_id, before, name="placed")
+    stable = str(_xcom(airflow, dag_id, run_id, "app_handle"))
+    assert stable.startswith("placement://"), stable
+    placement = _xcom(airflow, dag_id, run_id, "placement")
+    assert [(e["scheduler"], e["outcome"]) for e in placement["entries"]] == [
+        ("fulllocal", "skipped"),
+        ("local_cwd", "current"),
+    ]
+    assert placement["entries"][1]["handle"].endswith(f"/{app_id}")
+    runners = airflow.task_runners()
+    assert runners, "no task runner process found"
+    for pid in runners:
+        os.kill(pid, signal.SIGKILL)
+
+    ti = _wait_task(airflow, dag_id, run_id)
+    assert (ti["state"], ti["try_number"]) == ("success", 2)
+    assert [a for a in app_ids(airflow.state_dir, "placed") if a not in before] == [app_id]
+    assert _app_state(airflow, app_id) == "SUCCEEDED"
+    # the record any process reads: one attempt, submitted once, to that app
+    _, session, placed_id = parse_app_handle(stable)
+    record = PlacementStore(str(airflow.placements)).read(session, placed_id)
+    assert record is not None and len(record.attempts) == 1, record
+    assert record.attempts[0].handle == f"local_cwd://{session}/{app_id}"
+    assert [s for s, _ in record.attempts[0].skipped] == ["fulllocal"]
+    second = airflow.task_log(dag_id, run_id, 2)
+    assert "Reconnecting to existing job" in second
+    assert f"this task drives placed anylaunch app {stable}" in second
+    assert "tick 14" in second  # the reattached try streamed the app to its end
+    assert _xcom(airflow, dag_id, run_id, "return_value")["app_handle"] == stable
+    final = _xcom(airflow, dag_id, run_id, "placement")
+    assert [(e["scheduler"], e["outcome"]) for e in final["entries"]] == [
+        ("fulllocal", "skipped"),
+        ("local_cwd", "ended"),
+    ]
+    _no_app_left(airflow)
+    assert all(_app_state(airflow, a) == "SUCCEEDED" for a in app_ids(airflow.state_dir, "placed"))

@@ -130,7 +130,8 @@ def status_dict(
     """The JSON-friendly result of a task: the handle plus ``AppStatus.to_dict()``, with every
     secret masked by ``redact`` (the dict goes to XCom, exceptions and trigger events). For an
     array app, ``array`` holds the per-index outcomes and ``roles`` the failed indices' replica
-    statuses only, both bounded in size (see ``_arrays``).
+    statuses only, both bounded in size (see ``_arrays``); for a placed app, ``placement`` holds
+    its history, bounded too (see ``_placement``).
 
     >>> from anylaunch.specs.api import AppState, AppStatus
     >>> d = status_dict("local_cwd://s/x-1", AppStatus(AppState.SUCCEEDED))
@@ -164,6 +165,10 @@ def status_dict(
 
         result["roles"] = compact_roles(status)
         result["array"] = array_outcomes(status.array)
+    if status.placement is not None:  # bounded, however often the app moved
+        from airflow_anylaunch._placement import placement_outcomes
+
+        result["placement"] = placement_outcomes(status.placement)
     return result if redact is None else cast("dict[str, Any]", _masked(result, redact))
 
 

@@ -5,7 +5,8 @@ the kwargs it was deferred with, which cannot change afterwards; without a curso
 stream the app's log again from the first line. The trigger therefore keeps its log positions
 in an XCom of its task instance (``anylaunch_log_cursor``, with the app's handle): triggers
 may read and write XComs through the triggerer. A new try of the task starts with no XComs,
-so the cursor never leaks across tries or clears.
+so the cursor never leaks across tries or clears. A placed app's cursor also names the attempt
+it was read from: after a move the new attempt's log starts from its first line.
 
 The calls block (they go through the triggerer's supervisor): call them off the event loop.
 """
@@ -22,11 +23,13 @@ _log = logging.getLogger(__name__)
 
 
 class LogCursor:
-    """The log positions of one app, stored on one task instance (``None``: no task
-    instance, as for a trigger run outside a triggerer: then nothing is stored)."""
+    """The log positions of one app (of one attempt of a placed app), stored on one task
+    instance (``None``: no task instance, as for a trigger run outside a triggerer: then
+    nothing is stored)."""
 
-    def __init__(self, task_instance: Any, app_handle: str) -> None:
+    def __init__(self, task_instance: Any, app_handle: str, attempt: int | None = None) -> None:
         self.app_handle = app_handle
+        self.attempt = attempt
         self._where: dict[str, Any] | None = None
         if task_instance is not None and all(
             hasattr(task_instance, name) for name in ("dag_id", "task_id", "run_id")
@@ -52,6 +55,8 @@ class LogCursor:
             return {}
         if not isinstance(value, Mapping) or value.get("app_handle") != self.app_handle:
             return {}
+        if value.get("attempt") != self.attempt:  # another attempt's lines
+            return {}
         positions = value.get("positions")
         if not isinstance(positions, Mapping):
             return {}
@@ -68,7 +73,7 @@ class LogCursor:
 
             BaseXCom.set(
                 XCOM_LOG_CURSOR,
-                {"app_handle": self.app_handle, "positions": current},
+                {"app_handle": self.app_handle, "attempt": self.attempt, "positions": current},
                 **self._where,
             )
             self._saved = current

@@ -11,7 +11,7 @@ from airflow_anylaunch._common import ON_KILL_ACTIONS, is_template
 if TYPE_CHECKING:
     from airflow_anylaunch.operators import AnylaunchOperator
 
-__all__ = ["as_list", "check_operator_args"]
+__all__ = ["as_list", "check_operator_args", "typed_cfg"]
 
 
 def _is_xcom_arg(value: object) -> bool:
@@ -99,6 +99,7 @@ def check_operator_args(op: AnylaunchOperator, parse_time: bool) -> None:
                 "must be a {param: value} dict or a list of str (as on the command line)",
                 "pass e.g. {'msg': 'hi'} or ['--msg', 'hi']",
             )
+    _check_placement_args(op, skip)
     for name in ("scheduler", "workspace", "session", "app_name", "image", "anylaunch_conn_id"):
         value = getattr(op, name)
         if value is None or skip(value):
@@ -150,3 +151,82 @@ def check_operator_args(op: AnylaunchOperator, parse_time: bool) -> None:
         value = getattr(op, name)
         if value is not None and not (isinstance(value, list) and all(map(ok, value))):
             raise InvalidSpecError(name, value, problem, f"e.g. {name}={example}")
+
+
+def _check_placement_args(op: AnylaunchOperator, skip: Any) -> None:
+    """``targets``, ``max_infra_retries`` and ``checkpoint_root``, and what they exclude."""
+    from airflow_anylaunch._placement import check_targets
+    from anylaunch.runner.placement import MAX_INFRA_RETRIES
+    from anylaunch.schedulers import get_scheduler_factories
+    from anylaunch.specs.errors import InvalidSpecError
+
+    placed = op.targets is not None
+    if placed:
+        check_targets(op.targets, skip, lambda: list(get_scheduler_factories()))
+        for name, fix in (
+            ("scheduler", "drop scheduler: the targets name the schedulers"),
+            ("cfg", "give each target its cfg: {'scheduler': 'slurm', 'cfg': {...}}"),
+        ):
+            if getattr(op, name) is not None:  # the value only by type: a cfg may hold secrets
+                raise InvalidSpecError(
+                    f"{name}/targets",
+                    type(getattr(op, name)).__name__,
+                    f"give {name} or targets, not both",
+                    fix,
+                )
+        if op.wait_for_completion is False:
+            raise InvalidSpecError(
+                "wait_for_completion",
+                False,
+                "must be True with targets: only the waiting task can move the app between "
+                "its targets",
+                "keep wait_for_completion=True, or pass scheduler= (one target) instead",
+            )
+    retries = op.max_infra_retries
+    if (
+        isinstance(retries, bool)
+        or not isinstance(retries, int)
+        or not 0 <= retries <= MAX_INFRA_RETRIES
+    ):
+        raise InvalidSpecError(
+            "max_infra_retries",
+            retries,
+            f"must be an int in 0..{MAX_INFRA_RETRIES}",
+            "pass e.g. 2 (relaunches after a node loss or preemption)",
+        )
+    root = op.checkpoint_root
+    if root is not None and not skip(root) and (not isinstance(root, str) or not root.strip()):
+        raise InvalidSpecError(
+            "checkpoint_root", root, "must be a non-empty fsspec URL", "e.g. 's3://bucket/ckpt'"
+        )
+    for name, value in (("max_infra_retries", retries or None), ("checkpoint_root", root)):
+        if value is not None and not placed:
+            raise InvalidSpecError(
+                name, value, "only applies with targets", "pass targets=[...] or drop it"
+            )
+
+
+def typed_cfg(
+    runner: Any, scheduler: str, base: Mapping[str, Any], cfg: Mapping[str, Any] | None, field: str
+) -> dict[str, Any]:
+    """``base`` (e.g. the connection's cfg) with ``cfg`` over it, each rendered string value
+    cast to its option's type (a template renders to a str).
+
+    Raises:
+        InvalidRunConfigException: a value does not cast, naming ``field[key]``
+    """
+    from anylaunch.specs.errors import InvalidRunConfigException
+
+    opts = runner.scheduler_run_opts(scheduler)
+    out = dict(base)
+    for key, value in (cfg or {}).items():
+        opt = opts.get(key)
+        if isinstance(value, str) and opt is not None and opt.opt_type is not str:
+            try:
+                value = opt.cast_to_type(value)
+            except (TypeError, ValueError) as e:
+                raise InvalidRunConfigException(
+                    f"{field}[{key!r}]", value, str(e), f"pass a {opt.opt_type} value"
+                ) from None
+        out[key] = value
+    return out

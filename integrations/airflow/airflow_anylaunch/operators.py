@@ -17,7 +17,6 @@ runs.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, ClassVar, NoReturn
@@ -34,7 +33,16 @@ from airflow_anylaunch._common import (
     ui_url_xcom,
 )
 from airflow_anylaunch._compat import BaseOperator, ResumableJobMixin, conf  # Airflow 3.3's or ours
+from airflow_anylaunch._deferral import defer, try_number
 from airflow_anylaunch._operator_args import as_list, check_operator_args
+from airflow_anylaunch._placed_task import (
+    attach_placed,
+    find_placed_labelled,
+    placement_of,
+    resume_move,
+    run_placed,
+)
+from airflow_anylaunch._placement import EVENT_MOVE, push_placement
 from airflow_anylaunch._templating import render_appdef
 from airflow_anylaunch.exceptions import (
     AnylaunchAppError,
@@ -52,6 +60,7 @@ if TYPE_CHECKING:
 
     from anylaunch.runner import Runner
     from anylaunch.runner.failures import FailureCategory
+    from anylaunch.runner.placement import Placement, Target
     from anylaunch.runner.session import AppSession
     from anylaunch.runner.watch import PollError
     from anylaunch.specs.api import AppDef, AppDryRunInfo, AppStatus
@@ -63,12 +72,6 @@ __all__ = ["AnylaunchOperator"]
 #: States from which a retry reattaches instead of launching again (UNKNOWN: the scheduler
 #: cannot tell, so launching a second copy could duplicate the work).
 _ACTIVE_STATES = frozenset({"UNSUBMITTED", "SUBMITTED", "PENDING", "RUNNING", "UNKNOWN"})
-
-
-def _try_number(context: Context) -> int | None:
-    """The running try's number (None where the task instance has none, e.g. a bare test)."""
-    number = getattr(context.get("ti"), "try_number", None)
-    return number if isinstance(number, int) and not isinstance(number, bool) else None
 
 
 def _input_error(e: Exception) -> AnylaunchInputError:
@@ -95,6 +98,18 @@ class AnylaunchOperator(ResumableJobMixin, BaseOperator):
             per-index outcomes go to XCom (``array``)
         scheduler: where to run (default: the connection's) - templated
         cfg: run options of the scheduler, over the connection's - templated
+        targets: instead of ``scheduler`` and ``cfg``: the ordered places the app may run
+            (placement): ``anylaunch.runner.placement.Target`` objects, scheduler names, or
+            dicts ``{"scheduler": ..., "cfg": {...}, "startup_timeout": ...}``. The app goes
+            to the first target whose capacity is not "no", moves on when it cannot start
+            there, and keeps one stable ``placement://`` handle; the task (in sync and
+            deferred mode) makes the moves. Each target's cfg goes over the connection's.
+            The history goes to XCom (``placement``) - templated
+        max_infra_retries: with ``targets``: relaunches of the app after the platform lost
+            it (node lost, preempted), apart from the task's own retries
+        checkpoint_root: with ``targets``: the fsspec URL of the placement record and of
+            the app's ``ANYLAUNCH_CHECKPOINT_URL`` (default: ``$ANYLAUNCH_CHECKPOINT_ROOT``,
+            ``.anylaunchconfig``, else ``~/.anylaunch/placements``: one host only) - templated
         workspace: overrides the first role's workspace (``""`` disables it) - templated
         session: session name in the app handle (default: the connection's, else
             ``anylaunch``) - templated
@@ -141,11 +156,14 @@ class AnylaunchOperator(ResumableJobMixin, BaseOperator):
         "env",
         "scheduler",
         "cfg",
+        "targets",
+        "checkpoint_root",
         "workspace",
         "session",
     )
     template_fields_renderers: ClassVar[dict[str, str]] = {
         "cfg": "json",
+        "targets": "json",
         "component_args": "json",
         "env": "json",
     }
@@ -163,6 +181,9 @@ class AnylaunchOperator(ResumableJobMixin, BaseOperator):
         array: ArraySpec | None = None,
         scheduler: str | None = None,
         cfg: Mapping[str, Any] | XComArg | None = None,
+        targets: Sequence[Target | str | Mapping[str, Any]] | str | XComArg | None = None,
+        max_infra_retries: int = 0,
+        checkpoint_root: str | None = None,
         workspace: str | None = None,
         session: str | None = None,
         app_name: str | None = None,
@@ -191,6 +212,9 @@ class AnylaunchOperator(ResumableJobMixin, BaseOperator):
         self.array = array
         self.scheduler = scheduler
         self.cfg = cfg
+        self.targets = targets
+        self.max_infra_retries = max_infra_retries
+        self.checkpoint_root = checkpoint_root
         self.workspace = workspace
         self.session = session
         self.app_name = app_name
@@ -217,6 +241,7 @@ class AnylaunchOperator(ResumableJobMixin, BaseOperator):
         self._session: AppSession | None = None  # the wait of this try
         self._launched = False  # this try scheduled the app (vs. reattached to one)
         self._scheduler_cfg: tuple[str, dict[str, Any]] = ("", {})
+        self._placement: Placement | None = None  # the rendered targets, once prepared
         self._redact: Redactor | None = None
         #: whether this try's ``ui_url`` XCom exists (else the link must not read it)
         self.ui_url_pushed = False
@@ -301,18 +326,22 @@ class AnylaunchOperator(ResumableJobMixin, BaseOperator):
 
     def _prepare(self, context: Context | None) -> tuple[str, dict[str, Any]]:
         """Validates the rendered arguments, reads the connection and creates this task's
-        runner; returns the scheduler and cfg to use (the task's over the connection's)."""
+        runner; returns the scheduler and cfg to use (the task's over the connection's). With
+        ``targets``, also builds the placement (:attr:`_placement`); the first target's
+        scheduler and cfg are returned."""
+        from airflow_anylaunch._operator_args import typed_cfg
         from airflow_anylaunch.hooks import AnylaunchHook
         from anylaunch.runner import get_runner
-        from anylaunch.specs.errors import (
-            InvalidRunConfigException,
-            InvalidSpecError,
-            UnknownSchedulerException,
-        )
+        from anylaunch.specs.errors import InvalidSpecError, UnknownSchedulerException
 
         try:
             check_operator_args(self, parse_time=False)
             settings = AnylaunchHook(self.anylaunch_conn_id).get_settings()
+            if self.targets is not None:
+                self._runner = get_runner(self.session or settings.session)
+                self._placement = placement_of(self, self._runner, settings)
+                first = self._placement.resolved_targets[0]
+                return first.scheduler, dict(first.cfg or {})
             scheduler = self.scheduler or settings.scheduler
             if not scheduler:
                 raise InvalidSpecError(
@@ -323,20 +352,8 @@ class AnylaunchOperator(ResumableJobMixin, BaseOperator):
                     "extra of an anylaunch connection",
                 )
             self._runner = runner = get_runner(self.session or settings.session)
-            opts = runner.scheduler_run_opts(scheduler)
-            cfg = settings.cfg_for(runner, scheduler)
             task_cfg: Mapping[str, Any] = self.cfg or {}  # type: ignore[assignment]
-            for key, value in task_cfg.items():
-                opt = opts.get(key)
-                # a rendered template is a str: cast it to the option's type
-                if isinstance(value, str) and opt is not None and opt.opt_type is not str:
-                    try:
-                        value = opt.cast_to_type(value)
-                    except (TypeError, ValueError) as e:
-                        raise InvalidRunConfigException(
-                            f"cfg[{key!r}]", value, str(e), f"pass a {opt.opt_type} value"
-                        ) from None
-                cfg[key] = value
+            cfg = typed_cfg(runner, scheduler, settings.cfg_for(runner, scheduler), task_cfg, "cfg")
         except (InvalidSpecError, UnknownSchedulerException) as e:
             self._close_runner()
             raise _input_error(e) from e
@@ -354,45 +371,85 @@ class AnylaunchOperator(ResumableJobMixin, BaseOperator):
         op = self._rendered_copy(logical_date) if logical_date is not None else self
         scheduler, cfg = op._prepare(None)
         try:
-            return op._dryrun(scheduler, cfg, None)[0]
+            return op._requests(scheduler, cfg, None)[0][0][1]
         finally:
             op._close_runner()
 
     def dry_run(self, logical_date: datetime | None = None) -> None:
-        """Prints the native request this task would submit (see :meth:`dryrun_request`),
-        secrets masked; with ``logical_date``, templates rendered for that date."""
+        """Prints the native request this task would submit (see :meth:`dryrun_request`;
+        with ``targets``, each target's under its name), secrets masked; with
+        ``logical_date``, templates rendered for that date."""
         op = self._rendered_copy(logical_date) if logical_date is not None else self
         scheduler, cfg = op._prepare(None)
         try:
-            info, app = op._dryrun(scheduler, cfg, None)
+            requests, app = op._requests(scheduler, cfg, None)
         finally:
             op._close_runner()
-        print(op._redactor_for(app)(str(info)))
+        redact = op._redactor_for(app)
+        for where, info in requests:
+            print(redact(str(info) if op._placement is None else f"# {where}\n{info}"))
 
     def _rendered_copy(self, logical_date: datetime) -> AnylaunchOperator:
         from airflow_anylaunch._templating import rendered_copy
 
         return rendered_copy(self, logical_date)
 
-    def _dryrun(
+    def _requests(
         self,
         scheduler: str,
         cfg: dict[str, Any],
         parent: str | None,
         label: Mapping[str, str] | None = None,
-    ) -> tuple[AppDryRunInfo[Any], AppDef]:
-        """The request and the app it was built from (``label``: env added to every role)."""
+    ) -> tuple[list[tuple[str, AppDryRunInfo[Any]]], AppDef]:
+        """Each target's request (``target i of n (scheduler s)``; without ``targets``, the
+        one of ``scheduler``) and the app they were built from (``label``: env added to
+        every role)."""
+        import copy
+
         from anylaunch.components import ComponentNotFoundException
         from anylaunch.specs.errors import InvalidSpecError, UnknownSchedulerException
 
         assert self._runner is not None
+        placed = self._placement.resolved_targets if self._placement is not None else ()
+        where = [
+            (f"target {i} of {len(placed)} (scheduler {t.scheduler})", t.scheduler, t.cfg)
+            for i, t in enumerate(placed, 1)
+        ] or [(f"scheduler {scheduler}", scheduler, cfg)]
         try:
-            app = self._appdef()
-            for role in app.roles:
-                role.env.update(label or {})
-            return self._runner.dryrun(app, scheduler, cfg, self.workspace, parent), app
+            app = self._labelled_app(label)
+            requests = [
+                (name, self._runner.dryrun(copy.deepcopy(app), s, c, self.workspace, parent))
+                for name, s, c in where
+            ]
         except (InvalidSpecError, UnknownSchedulerException, ComponentNotFoundException) as e:
             raise _input_error(e) from e
+        return requests, app
+
+    def _labelled_app(self, label: Mapping[str, str] | None) -> AppDef:
+        """:meth:`_appdef` with ``label`` added to every role's env."""
+        from anylaunch.components import ComponentNotFoundException
+        from anylaunch.specs.errors import InvalidSpecError, UnknownSchedulerException
+
+        try:
+            app = self._appdef()
+        except (InvalidSpecError, UnknownSchedulerException, ComponentNotFoundException) as e:
+            raise _input_error(e) from e
+        for role in app.roles:
+            role.env.update(label or {})
+        return app
+
+    def _parent_and_label(self, context: Context) -> tuple[str, dict[str, str] | None]:
+        """The owner id of this task's apps, and the env labelling them with the task
+        instance (None: no label; see ``_reattach``)."""
+        from anylaunch.runner.reap import owner_id
+
+        ti = context["ti"]
+        parent = owner_id("airflow", f"{ti.dag_id}/{ti.run_id}/{ti.task_id}")
+        if not (getattr(self, "reattach_by_label", False) and self.durable):
+            return parent, None
+        from airflow_anylaunch._reattach import ENV_TASK_INSTANCE, task_instance_label
+
+        return parent, {ENV_TASK_INSTANCE: task_instance_label(ti)}
 
     def _close_runner(self) -> None:
         runner, self._runner = self._runner, None
@@ -429,23 +486,21 @@ class AnylaunchOperator(ResumableJobMixin, BaseOperator):
         return result if result is not None else self._result
 
     def submit_job(self, context: Context) -> str:
-        """Dry-runs (logging the native request) and schedules the app; returns its handle."""
+        """Dry-runs (logging the native request: each target's, with ``targets``) and
+        schedules the app (places it, with ``targets``); returns its handle."""
         from airflow_anylaunch._cleared import record_launch
-        from anylaunch.runner.reap import owner_id
 
         assert self._runner is not None
         scheduler, cfg = self._scheduler_cfg
-        ti = context["ti"]
-        parent = owner_id("airflow", f"{ti.dag_id}/{ti.run_id}/{ti.task_id}")
-        label = None
-        if getattr(self, "reattach_by_label", False) and self.durable:
-            from airflow_anylaunch._reattach import ENV_TASK_INSTANCE, task_instance_label
-
-            label = {ENV_TASK_INSTANCE: task_instance_label(ti)}
-        info, app = self._dryrun(scheduler, cfg, parent, label)
+        parent, label = self._parent_and_label(context)
+        requests, app = self._requests(scheduler, cfg, parent, label)
         self._redact = self._redactor_for(app)
-        self.log.info("anylaunch request for scheduler %s:\n%s", scheduler, self._mask(str(info)))
-        handle = self._runner.schedule(info)
+        for where, info in requests:
+            self.log.info("anylaunch request for %s:\n%s", where, self._mask(str(info)))
+        if self._placement is None:
+            handle = self._runner.schedule(requests[0][1])
+        else:
+            handle = run_placed(self, app, parent)
         self._launched = True
         self.log.info("launched anylaunch app %s", handle)
         record_launch(context, handle, self.log)  # a try after a clear then knows it is older
@@ -462,6 +517,8 @@ class AnylaunchOperator(ResumableJobMixin, BaseOperator):
         scheduler, cfg = self._scheduler_cfg
         label = task_instance_label(context["ti"])
         try:
+            if self._placement is not None:
+                return find_placed_labelled(self, label)
             found = find_live_apps(self._runner, scheduler, ENV_TASK_INSTANCE, label, cfg)
         except Exception as e:
             self.log.warning(
@@ -482,10 +539,13 @@ class AnylaunchOperator(ResumableJobMixin, BaseOperator):
         cleared, which is cancelled: the retry then launches a fresh app)."""
         from airflow_anylaunch._cleared import ended_by_user
         from anylaunch.runner.driver import AppBeingCancelledError, status_for_reattach
+        from anylaunch.specs.handles import is_placed
 
         assert self._runner is not None
         handle = str(external_id)
         cleared = ended_by_user(context, handle)
+        if self._placement is not None and is_placed(handle) and not cleared:
+            attach_placed(self, context, handle)  # before any status call: this task moves it
         if cleared:  # neither adopted nor reused, even if it succeeded: a rerun runs again
             self.log.warning(
                 "anylaunch app %s was launched before this task instance was cleared: not "
@@ -540,6 +600,8 @@ class AnylaunchOperator(ResumableJobMixin, BaseOperator):
         ui_url = observation.ui_url if isinstance(observation, AppStatus) else None
         ti.xcom_push(key=XCOM_UI_URL, value=ui_url_xcom(ui_url))
         self.ui_url_pushed = True
+        if isinstance(observation, AppStatus) and observation.placement is not None:
+            push_placement(context, status_dict(handle, observation, session.redactor))
         if ui_url:
             self.log.info("anylaunch app %s UI: %s", handle, ui_url)
         return observation
@@ -576,6 +638,7 @@ class AnylaunchOperator(ResumableJobMixin, BaseOperator):
             handle = str(external_id)
             self._result = self._known(handle, self._publish(context, handle))
             push_array(context, self._result)
+            push_placement(context, self._result)
         return self._result
 
     def _wait(
@@ -592,6 +655,7 @@ class AnylaunchOperator(ResumableJobMixin, BaseOperator):
         status = outcome.status
         result = None if status is None else status_dict(handle, status, session.redactor)
         push_array(context, result)
+        push_placement(context, result)
         if outcome.succeeded:
             assert result is not None
             return result
@@ -626,53 +690,8 @@ class AnylaunchOperator(ResumableJobMixin, BaseOperator):
     # --- deferred mode ---------------------------------------------------------------------
 
     def _defer(self, context: Context, handle: str, session: AppSession | None = None) -> NoReturn:
-        """Hands the wait to the trigger, with the deadlines made absolute (they survive
-        triggerer restarts). Without a ``session`` (a just-launched app, deferred without
-        asking its scheduler first, as KubernetesPodOperator does) the clock starts now and
-        ``ui_url`` is pushed empty, filled in at the end."""
-        from airflow_anylaunch.triggers import AnylaunchAppTrigger
-
-        if session is None:
-            self._handle = handle
-            ti = context["ti"]
-            ti.xcom_push(key=XCOM_APP_HANDLE, value=handle)
-            ti.xcom_push(key=XCOM_UI_URL, value=ui_url_xcom(None))  # the link reads it
-            self.ui_url_pushed = True
-        began = time.time() if session is None else session.policy.began
-        started = session is not None and session.policy.started
-        if session is not None:
-            startup_deadline = session.policy.startup_deadline
-            run_deadline = session.policy.run_deadline
-        else:
-            timeout = self.startup_timeout
-            startup_deadline = None if timeout is None else began + timeout
-            run_deadline = None
-        if self.execution_timeout is not None:
-            # the same deadline Airflow gives the trigger; ours fires first and cancels the app
-            start = getattr(context["ti"], "start_date", None)
-            begin = start.timestamp() if start is not None else began
-            ends = begin + self.execution_timeout.total_seconds()
-            run_deadline = ends if run_deadline is None else min(run_deadline, ends)
-        trigger = AnylaunchAppTrigger(
-            app_handle=handle,
-            poll_interval=self.poll_interval,
-            stream_logs=self.stream_logs,
-            log_roles=self.log_roles,
-            log_replicas=self.log_replicas,
-            # once started, the startup deadline is moot and the run deadline is fixed
-            startup_deadline=None if started else startup_deadline,
-            run_deadline=run_deadline,
-            cancel_on_kill=self.on_kill_action == "cancel",
-            run_timeout=None if started else self.run_timeout,
-            secret_env_names=self.secret_env_names,
-            # the triggerer pushes the return value itself when it ends the task; without
-            # do_xcom_push there must be none, so the task resumes here as before
-            end_from_trigger=bool(self.do_xcom_push),
-            try_number=_try_number(context),
-        )
-        self.log.info("deferring: the triggerer waits for anylaunch app %s", handle)
-        self._close_runner()
-        self.defer(trigger=trigger, method_name="execute_complete")
+        """Hands the wait to the trigger (see ``_deferral.defer``)."""
+        defer(self, context, handle, session)
 
     def execute_complete(self, context: Context, event: dict[str, Any] | None = None) -> Any:
         """Resumes after the trigger fired: returns the final status or raises its error.
@@ -681,7 +700,7 @@ class AnylaunchOperator(ResumableJobMixin, BaseOperator):
         running ``execute``: apache/airflow#56704) is not this try's: the try starts afresh.
         """
         event = event or {}
-        deferred_by, current = event.get("try_number"), _try_number(context)
+        deferred_by, current = event.get("try_number"), try_number(context)
         if isinstance(deferred_by, int) and current is not None and deferred_by != current:
             self.log.warning(
                 "resumed with the trigger event of try %d in try %d: starting afresh",
@@ -697,6 +716,9 @@ class AnylaunchOperator(ResumableJobMixin, BaseOperator):
             # a try that deferred at once pushed it empty: the last status knows it
             context["ti"].xcom_push(key=XCOM_UI_URL, value=ui_url_xcom(app_status.get("ui_url")))
             push_array(context, app_status)
+            push_placement(context, app_status)
+        if outcome == EVENT_MOVE:  # the triggerer cannot move the app: this worker does
+            resume_move(self, context, event)
         if outcome == "success":
             return app_status
         message = event.get("message") or f"anylaunch app {handle}: trigger ended with {event!r}"

@@ -9,7 +9,9 @@ The trigger yields exactly one event, a dict:
 
 - ``status``: ``success`` | ``failed`` (FAILED or CANCELLED) | ``timeout`` (a startup or run
   deadline passed) | ``error`` (the watch was lost: the app vanished, or its scheduler kept
-  failing)
+  failing) | ``placement_move`` (a placed app must move to another attempt, which only a
+  process holding the app can make: the operator attaches, moves it and defers again; the
+  event's ``clock`` keeps the deadlines)
 - ``app_handle``, ``app_status`` (``AppStatus.to_dict()`` plus the handle, or None)
 - ``message`` (the core failure summary; an array's names its failed indices), ``log_tail`` and ``log_positions`` (the cursor)
 
@@ -38,6 +40,7 @@ from airflow_anylaunch._common import (
 )
 from airflow_anylaunch._compat import amask_secret
 from airflow_anylaunch._cursor import LogCursor
+from airflow_anylaunch._placement import EVENT_MOVE, XCOM_PLACEMENT, due_move
 
 # imported with the module (the triggerer imports it once), never on the event loop later
 from anylaunch.runner import get_runner
@@ -48,6 +51,7 @@ from anylaunch.runner.wake import AsyncChangeWaiter, scheduler_change_feed
 from anylaunch.runner.watch import DEFAULT_MAX_POLL_ERRORS, Done, Lost, Poll, PollError
 from anylaunch.specs.api import AppStatus, parse_app_handle
 from anylaunch.specs.errors import InvalidSpecError, UnknownSchedulerException
+from anylaunch.specs.handles import PLACEMENT_SCHEME
 from anylaunch.specs.secrets import Redactor
 
 if TYPE_CHECKING:
@@ -186,6 +190,8 @@ _POLLERS = weakref.WeakKeyDictionary()
 
 def _make_poller(backend: str, session: str) -> _StatusPoller:
     runner = get_runner(session or None)
+    if backend == PLACEMENT_SCHEME:  # each placed app follows its own attempt: no one feed
+        return _StatusPoller(runner)
     if backend not in runner.scheduler_backends():
         raise UnknownSchedulerException(backend, runner.scheduler_backends())
     # creates the scheduler now, so that one that cannot be created (e.g. its SDK is not
@@ -244,6 +250,8 @@ class AnylaunchAppTrigger(BaseTrigger):
         try_number: the try of the task that deferred, copied into the event so that a
             later try resumed with this event can tell it is not its own (Airflow 3.0-3.1
             resume a retry with the previous try's event: apache/airflow#56704)
+        attempt: a placed app's attempt the log positions belong to (the stored cursor is
+            used only for it: a later attempt's logs start from their first line)
 
     The lifecycle decisions are the core policy's (:class:`anylaunch.runner.watch.WatchPolicy`):
     a trigger serialized by an older version (without the kwargs after ``cancel_on_timeout``)
@@ -267,6 +275,7 @@ class AnylaunchAppTrigger(BaseTrigger):
         secret_env_names: Sequence[str] | None = None,
         end_from_trigger: bool = True,
         try_number: int | None = None,
+        attempt: int | None = None,
     ) -> None:
         super().__init__()  # type: ignore[no-untyped-call]
         self.app_handle = check_handle("app_handle", app_handle)
@@ -307,6 +316,13 @@ class AnylaunchAppTrigger(BaseTrigger):
                 "try_number", try_number, "must be a whole number >= 0", "pass ti.try_number"
             )
         self.try_number = try_number
+        if attempt is not None and (
+            isinstance(attempt, bool) or not isinstance(attempt, int) or attempt < 0
+        ):
+            raise InvalidSpecError(
+                "attempt", attempt, "must be a whole number >= 0", "pass placement.attempt"
+            )
+        self.attempt = attempt
         self._told_no_env = False
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
@@ -329,6 +345,7 @@ class AnylaunchAppTrigger(BaseTrigger):
                 "secret_env_names": self.secret_env_names,
                 "end_from_trigger": self.end_from_trigger,
                 "try_number": self.try_number,
+                "attempt": self.attempt,
             },
         )
 
@@ -368,6 +385,8 @@ class AnylaunchAppTrigger(BaseTrigger):
         xcoms = {"return_value": value, XCOM_UI_URL: ui_url}
         if value is not None and "array" in value:  # an array's per-index outcomes
             xcoms[XCOM_ARRAY] = value["array"]
+        if value is not None and "placement" in value:  # where a placed app ran
+            xcoms[XCOM_PLACEMENT] = value["placement"]
         return cast("TriggerEvent", success(xcoms=xcoms))
 
     async def _cancel(self, why: str) -> None:
@@ -412,7 +431,7 @@ class AnylaunchAppTrigger(BaseTrigger):
         one event."""
         backend, session_name, _ = parse_app_handle(self.app_handle)
         # where an earlier instance of this trigger (before a triggerer restart) got to
-        cursor = LogCursor(self.task_instance, self.app_handle)
+        cursor = LogCursor(self.task_instance, self.app_handle, self.attempt)
         if self.stream_logs:
             stored = await asyncio.to_thread(cursor.load)
             for key, position in stored.items():
@@ -440,6 +459,11 @@ class AnylaunchAppTrigger(BaseTrigger):
             session.emit()
             if not isinstance(decision, Poll):
                 break
+            move = due_move(observation)
+            if move:  # only a process holding the app can move it: hand it back
+                await self._before_move(session, poller, cursor)
+                yield self._move_event(move, session)
+                return
             # woken early when the scheduler's feed says the app changed
             await session.apause(decision, poller.waiter if poller is not None else None)
         ended = await asyncio.to_thread(session.act_on, decision, own_runner=True)
@@ -452,6 +476,46 @@ class AnylaunchAppTrigger(BaseTrigger):
             )
             return
         yield self._event("error" if isinstance(decision, Lost) else "timeout", outcome, session)
+
+    async def _before_move(
+        self, session: AppSession, poller: _StatusPoller | None, cursor: LogCursor
+    ) -> None:
+        """The attempt being left: its last lines into the log (it has ended, or is left)."""
+        self.log.info(
+            "anylaunch app %s must move; handing it back to the task to move it", self.app_handle
+        )
+        readable = self.stream_logs and poller is not None and session.secrets_known
+        if readable and poller is not None and await poller.call(session.read_logs) > 0:
+            session.emit()
+            await asyncio.to_thread(cursor.save, session.log_positions)
+        session.emit()
+
+    def _move_event(self, move: str, session: AppSession) -> TriggerEvent:
+        """The event handing a placed app back for a move, with the clock of this wait (the
+        next trigger keeps its deadlines) and the status that says why (masked)."""
+        policy = session.policy
+        status = policy.last_status
+        deferred_by = {} if self.try_number is None else {"try_number": self.try_number}
+        return TriggerEvent(  # type: ignore[no-untyped-call]
+            {
+                **deferred_by,
+                "status": EVENT_MOVE,
+                "failure_category": None,
+                "app_handle": self.app_handle,
+                "app_status": None
+                if status is None
+                else status_dict(self.app_handle, status, session.redactor),
+                "message": session.redactor(move),
+                "log_tail": list(session.tail),
+                "log_positions": dict(session.log_positions),
+                "clock": {
+                    "began": policy.began,
+                    "started": policy.started,
+                    "startup_deadline": policy.startup_deadline,
+                    "run_deadline": policy.run_deadline,
+                },
+            }
+        )
 
     async def _learn_secrets(self, session: AppSession, poller: _StatusPoller) -> None:
         """Learns the app's secrets from its description (in the poller's thread) until it

@@ -1,7 +1,8 @@
 """DAGs the deployment tests trigger: one task that runs a local_cwd app printing one line a
 second for ``params.duration`` seconds (and taking ``params.stop_delay`` seconds to stop on
 SIGTERM), waited for in the worker (``_sync``) or deferred to the
-triggerer (``_deferred``). ``retries=1``: a killed try is retried, and must reattach."""
+triggerer (``_deferred``). ``retries=1``: a killed try is retried, and must reattach. Also: the
+ticker on Slurm, a sweep as one deferred task, and the ticker placed on two targets."""
 
 from datetime import datetime, timedelta
 
@@ -111,5 +112,31 @@ with DAG(
         scheduler="local_cwd",
         deferrable=True,
         poll_interval=1.0,
+        anylaunch_conn_id=None,
+    )
+
+# the ticker placed on two targets: fulllocal (a plugin scheduler: local_cwd that is full, on the
+# deployment's PYTHONPATH) is skipped, local_cwd runs it; a retry must reattach to it there
+with DAG(
+    dag_id="anylaunch_deploy_placed",
+    schedule=None,
+    start_date=datetime(2026, 1, 1),
+    catchup=False,
+    params={"duration": Param(60, type="integer")},
+):
+    AnylaunchOperator(
+        task_id="app",
+        app=specs.AppDef(
+            name="placed",
+            roles=[
+                specs.Role(name="ticker", image="/tmp", entrypoint="python3", args=["-c", TICKER])
+            ],
+        ),
+        targets=["fulllocal", {"scheduler": "local_cwd", "cfg": {"cancel_grace_s": 30}}],
+        max_infra_retries=1,
+        env={"DURATION": "{{ params.duration }}"},
+        poll_interval=1.0,
+        retries=1,
+        retry_delay=timedelta(seconds=1),
         anylaunch_conn_id=None,
     )

@@ -55,7 +55,7 @@ if importlib.metadata.version("apache-airflow").startswith("3.0."):
     os.environ.setdefault("COLUMNS", "1000")
 
 # the DAG files are loaded by the tests (and by Airflow's bundle parser), not collected
-collect_ignore = ["dags"]
+collect_ignore = ["dags", "plugins"]  # plugins: a plugin scheduler the placement tests load
 
 
 @pytest.fixture(scope="session")
