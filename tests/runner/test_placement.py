@@ -321,3 +321,15 @@ def test_an_attempt_claimed_by_a_driver_that_died_before_submitting_is_placed_an
         (2, "ended"),
     ]
     assert "driver died" in status.placement.entries[1].reason
+
+
+def test_a_reader_sees_an_ended_placement_as_ended(runner: Runner) -> None:
+    """A process that does not drive the app sees its end as ``ended`` (the driver never
+    looked, so the record still says ``current``)."""
+    done = runner.run(_app("quick", "print('hi')"), placement=Placement(["local_cwd"]))
+    concrete = _current(runner, done)
+    _wait_for("it to end", lambda: runner.status(concrete).state == AppState.SUCCEEDED)
+    with _runner() as reader:
+        seen = reader.status(done)
+    assert seen is not None and seen.state == AppState.SUCCEEDED and seen.placement is not None
+    assert seen.placement.entries[-1].outcome == "ended"

@@ -216,3 +216,36 @@ def test_an_application_failure_on_slurm_is_not_relaunched(runner: Runner, tmp_p
     assert status.placement is not None
     assert [(e.scheduler, e.outcome) for e in status.placement.entries] == [("slurm", "ended")]
     assert "".join(runner.log_lines(handle, "w", 0)).strip() == "attempt 0"
+
+
+def test_a_reader_hands_an_unstarted_last_target_past_its_startup_timeout_to_the_driver(
+    runner: Runner, kube_namespace: str, kubelet: str
+) -> None:
+    """A pod whose image cannot be pulled, on the last target, past its startup timeout: a
+    process that only reads (an Airflow trigger) is told the driver must act
+    (``next_move``), and the driver cancels it and ends the placement FAILED (startup)."""
+    last = Target(
+        "kubernetes", {"namespace": kube_namespace, "reserved_millicpu": 950}, startup_timeout=3
+    )
+    handle = runner.run(_app("stuck", NO_SUCH_IMAGE, "echo never"), placement=Placement([last]))
+    with get_runner(f"rd{time.time_ns() % 10**8}") as reader:
+        deadline = time.monotonic() + DEADLINE_S
+        while True:
+            seen = reader.status(handle)
+            assert seen is not None and seen.placement is not None
+            if seen.placement.next_move:
+                break
+            assert time.monotonic() < deadline, seen
+            time.sleep(0.5)
+    assert seen.state == AppState.PENDING
+    assert "did not start within 3 s on kubernetes" in seen.placement.next_move
+
+    status = _wait(runner, handle)  # the driver settles it
+
+    assert status.state == AppState.FAILED, status
+    entries = status.placement.entries if status.placement else ()
+    assert [(e.scheduler, e.outcome) for e in entries] == [("kubernetes", "ended")]
+    pod_app = entries[0].handle
+    assert pod_app is not None
+    ended = runner.status(pod_app)
+    assert ended is None or ended.state == AppState.CANCELLED, ended

@@ -301,11 +301,17 @@ class PlacedApps:
                     driven.store.update(session, app_id, current)
                 return _with_history(status, record, current)
             if isinstance(step, Settle):
-                if driven is not None:
-                    if status is not None and not status.is_terminal():
-                        status = self._give_up(current, step.reason)  # e.g. never started
-                    current.outcome, current.reason = "ended", step.reason
-                    driven.store.update(session, app_id, current)
+                unended = status is not None and not status.is_terminal()
+                if driven is None:
+                    if status is not None and unended:  # never started on the last target:
+                        # a driver must cancel it and end the placement
+                        return _with_history(status, record, current, next_move=step.reason)
+                    current.outcome, current.reason = "ended", step.reason  # shown, not stored
+                    return _with_history(status, record, current, step.reason)
+                if unended:
+                    status = self._give_up(current, step.reason)
+                current.outcome, current.reason = "ended", step.reason
+                driven.store.update(session, app_id, current)
                 return _with_history(status, record, current, step.reason)
             if driven is None:  # someone else drives: say what is coming
                 waiting = AppStatus(
