@@ -282,6 +282,20 @@ class ArchiveKeeper:
         self.secrets: dict[AppHandle, Redactor] = {}
         self._seen: set[AppHandle] = set()
 
+    def submitted(self, app_handle: AppHandle, app: AppDef, request: str) -> None:
+        """The runner submitted the app: its request goes into the record, and its secret env
+        values are masked there (backends describe them masked, so the app's own output could
+        not be masked from a description)."""
+        from anylaunch.specs.secrets import app_redactor
+
+        self.requests[app_handle] = request
+        self.note_secrets(app_handle, app_redactor(app))
+
+    def note_secrets(self, app_handle: AppHandle, secrets: Redactor) -> None:
+        """Masks ``secrets`` in the app's record too (added to those known already)."""
+        known = self.secrets.get(app_handle)
+        self.secrets[app_handle] = secrets if known is None else known | secrets
+
     def ended(self, app_handle: AppHandle, status: AppStatus) -> None:
         """The runner saw the app end: write its record unless it did already."""
         if app_handle in self._seen:
@@ -292,7 +306,7 @@ class ArchiveKeeper:
                 self.runner,
                 app_handle,
                 status,
-                self.secrets.get(app_handle),
+                self.secrets.pop(app_handle, None),
                 self.requests.pop(app_handle, None),
             )
         except Exception as e:  # the archive is a record, never a reason to fail a status
