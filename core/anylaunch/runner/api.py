@@ -149,7 +149,7 @@ class Runner(Closing):
         """Secrets the caller knows for the app (an engine's declared secret env), masked in
         everything this runner writes about it (the archive) besides the built-in names."""
         if self._archive is not None:
-            self._archive.secrets[app_handle] = secrets
+            self._archive.note_secrets(app_handle, secrets)
 
     @property
     def session_name(self) -> str:
@@ -460,7 +460,7 @@ class Runner(Closing):
         handle = make_app_handle(scheduler, self._name, app_id)
         self._apps[handle] = app
         if self._archive is not None:
-            self._archive.requests[handle] = str(dryrun_info)
+            self._archive.submitted(handle, app, str(dryrun_info))
         logger.info("launched %s", handle)
         return handle
 

@@ -88,6 +88,12 @@ class Archive:
     """The records of ended apps under one fsspec URL."""
 
     def __init__(self, url: str, *, field: str = "archive_url") -> None:
+        """The archive at ``url`` (``field`` names where the URL came from, for errors).
+
+        Raises:
+            InvalidSpecError: ``url`` is not durable (``memory://``), names no place, has a
+                protocol fsspec does not know or whose package is not installed
+        """
         import fsspec
 
         if not isinstance(url, str) or not url.strip() or "\0" in url:
@@ -100,7 +106,20 @@ class Archive:
                 "use a store later processes can read: a path, file://, s3://, gs://",
             )
         self.url = url.rstrip("/")
-        self._fs, self._root = fsspec.core.url_to_fs(self.url)
+        if not self.url or self.url.endswith(":"):  # "s3://", "/": no place of its own
+            raise InvalidSpecError(
+                field, url, "names no bucket or directory", "e.g. s3://bucket/archive"
+            )
+        try:
+            self._fs, self._root = fsspec.core.url_to_fs(self.url)
+        except ImportError as e:  # e.g. gs:// without gcsfs: fsspec's message names it
+            raise InvalidSpecError(
+                field, url, f"cannot be opened here ({e})", "install the package it names"
+            ) from None
+        except (ValueError, OSError) as e:  # an unknown protocol, a chain that cannot open
+            raise InvalidSpecError(
+                field, url, f"is not a URL fsspec can open ({e})", "e.g. s3://bucket/archive"
+            ) from None
 
     def __repr__(self) -> str:
         return f"Archive({self.url!r})"
@@ -143,13 +162,21 @@ class Archive:
             pass
         try:
             with self._fs.open(path, "rb") as f:
-                at = float(json.loads(f.read() or b"{}").get("at", 0))
-        except (OSError, ValueError):
-            at = 0.0
+                at = float(json.loads(f.read())["at"])
+        except (OSError, ValueError, KeyError, TypeError):
+            # created but not written yet (another writer is between the two), or garbled:
+            # as old as its file
+            at = self._modified(path)
         if time.time() - at < STALE_CLAIM_S:
             return False  # another writer is at it
         self._put(path, body)  # a dead writer's claim
         return True
+
+    def _modified(self, path: str) -> float:
+        try:
+            return float(self._fs.modified(path).timestamp())
+        except Exception:  # the store cannot say (NotImplementedError, OSError): take it as new
+            return time.time()
 
     def put_status(self, app_handle: AppHandle, status: AppStatus) -> None:
         """Writes the final status: the record is complete from now on."""
@@ -282,6 +309,20 @@ class ArchiveKeeper:
         self.secrets: dict[AppHandle, Redactor] = {}
         self._seen: set[AppHandle] = set()
 
+    def submitted(self, app_handle: AppHandle, app: AppDef, request: str) -> None:
+        """The runner submitted the app: its request goes into the record, and its secret env
+        values are masked there (backends describe them masked, so the app's own output could
+        not be masked from a description)."""
+        from anylaunch.specs.secrets import app_redactor
+
+        self.requests[app_handle] = request
+        self.note_secrets(app_handle, app_redactor(app))
+
+    def note_secrets(self, app_handle: AppHandle, secrets: Redactor) -> None:
+        """Masks ``secrets`` in the app's record too (added to those known already)."""
+        known = self.secrets.get(app_handle)
+        self.secrets[app_handle] = secrets if known is None else known | secrets
+
     def ended(self, app_handle: AppHandle, status: AppStatus) -> None:
         """The runner saw the app end: write its record unless it did already."""
         if app_handle in self._seen:
@@ -292,7 +333,7 @@ class ArchiveKeeper:
                 self.runner,
                 app_handle,
                 status,
-                self.secrets.get(app_handle),
+                self.secrets.pop(app_handle, None),
                 self.requests.pop(app_handle, None),
             )
         except Exception as e:  # the archive is a record, never a reason to fail a status

@@ -10,6 +10,10 @@ Import the fixtures into a test module or conftest.py to use them there::
 - ``batch_queue`` (per session): a Batch compute environment and job queue; yields the queue.
 - ``batch_docker``: additionally requires that moto runs Batch jobs as real containers (the
   Docker engine from 10-docker.sh, with the ``busybox:latest`` image).
+- ``s3_prefix`` (per test): an empty ``s3://`` prefix in a bucket on moto's S3. With the
+  environment of ``moto_aws`` (``AWS_ENDPOINT_URL``, which botocore honours and so s3fs,
+  through aiobotocore) the plain URL works in this process and in any process started with
+  that environment: nothing endpoint-specific goes into the URL.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import json
 import os
 import time
 import urllib.request
+import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -33,6 +38,7 @@ MOTO_DOCKER_HOST_FILE = "/run/anylaunch-backends/moto/docker_host"
 QUEUE = "anylaunch-test-queue"
 COMPUTE_ENV = "anylaunch-test-ce"
 BATCH_IMAGE = "busybox:latest"
+S3_BUCKET = "anylaunch-test"
 
 
 def moto_url() -> str:
@@ -126,6 +132,15 @@ def ensure_batch_queue(queue: str = QUEUE, compute_env: str = COMPUTE_ENV) -> st
     return queue
 
 
+def ensure_bucket(bucket: str = S3_BUCKET) -> str:
+    """Creates (once) an S3 bucket on moto; returns its name."""
+    s3 = boto3_client("s3")
+    # another test run sharing the server may create it at the same time
+    with contextlib.suppress(s3.exceptions.BucketAlreadyOwnedByYou):
+        s3.create_bucket(Bucket=bucket)
+    return bucket
+
+
 def set_batch_job_transition(transition: dict[str, Any] | None) -> None:
     """Sets (or with None, unsets) how moto moves Batch jobs between states (server-wide)."""
     action = "set-transition" if transition is not None else "unset-transition"
@@ -194,3 +209,9 @@ def batch_docker(moto_server: str) -> None:
         moto_runs_containers(),
         f"bash scripts/provision/10-docker.sh, then {HOW} with DOCKER_HOST exported",
     )
+
+
+@pytest.fixture
+def s3_prefix(moto_aws: str) -> str:
+    """An empty ``s3://`` prefix of this test in a bucket on moto (see the module doc)."""
+    return f"s3://{ensure_bucket()}/{uuid.uuid4().hex[:12]}"
