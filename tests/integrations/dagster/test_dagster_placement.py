@@ -158,7 +158,14 @@ def test_reexecution_after_a_worker_crash_drives_the_placed_app_it_reattaches_to
     launched_apps,
     user_logs,
     wait_for,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    # the run worker and the steps Dagster starts import the jobs' shared helpers from tests/,
+    # however the suite itself was launched
+    root = str(HERE.parents[2])
+    monkeypatch.setenv(
+        "PYTHONPATH", os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))
+    )
     run_id = str(uuid.uuid4())
     worker = subprocess.Popen(
         [sys.executable, str(HERE / "run_worker.py"), str(instance_dir), "placed_job", run_id],
