@@ -88,13 +88,17 @@ def handler_plugins(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
 
 class TokenLocal(LocalScheduler):
     """local_cwd with a secret-named run option (a cluster's API token), and a ``refuse``
-    option that makes its submission fail with a message quoting the request's env, as a
-    careless backend error does."""
+    option (``submit`` or ``cancel``) that makes that call fail with a message quoting the
+    request's env, as a careless backend error does."""
+
+    def __init__(self, session_name: str, **kwargs: Any) -> None:
+        super().__init__(session_name, **kwargs)
+        self.refuse_cancel: dict[str, dict[str, str]] = {}  # app id -> its env
 
     def _run_opts(self) -> runopts:
         opts = super()._run_opts()
         opts.add("api_token", type_=str, help="the cluster's API token")
-        opts.add("refuse", type_=bool, default=False, help="refuse the submission")
+        opts.add("refuse", type_=str, default="", help="'submit' or 'cancel': refuse that call")
         return opts
 
     def _submit_dryrun(self, app: AppDef, cfg: Any) -> AppDryRunInfo[Any]:
@@ -102,10 +106,20 @@ class TokenLocal(LocalScheduler):
         return super()._submit_dryrun(app, local)
 
     def schedule(self, dryrun_info: AppDryRunInfo[Any]) -> str:
-        if dryrun_info._cfg.get("refuse"):
-            env = dryrun_info._app.roles[0].env
+        env = dict(dryrun_info._app.roles[0].env)
+        if dryrun_info._cfg.get("refuse") == "submit":
             raise RuntimeError(f"backend refused the request with env {env}")
-        return super().schedule(dryrun_info)
+        app_id = super().schedule(dryrun_info)
+        if dryrun_info._cfg.get("refuse") == "cancel":
+            self.refuse_cancel[app_id] = env
+        return app_id
+
+    def cancel(self, app_id: str) -> None:
+        if app_id in self.refuse_cancel:
+            raise RuntimeError(
+                f"backend cannot cancel an app with env {self.refuse_cancel[app_id]}"
+            )
+        super().cancel(app_id)
 
 
 def _token_local(session_name: str, **kwargs: Any) -> LocalScheduler:
@@ -275,12 +289,17 @@ def test_no_secret_reaches_a_handler_and_a_failed_submission_is_recorded(
     final = runner.wait(handle, wait_interval=0.05, timeout=DEADLINE_S)
     assert final is not None and final.state == AppState.SUCCEEDED
     with pytest.raises(RuntimeError, match="refused"):
-        runner.run(app, "token_local", {**cfg, "refuse": True})
+        runner.run(app, "token_local", {**cfg, "refuse": "submit"})
+    # a later action on the app (its handle holds no env) is masked with the app's secrets too
+    stubborn = runner.run(app, "token_local", {**cfg, "refuse": "cancel"})
+    with pytest.raises(RuntimeError, match="cannot cancel"):
+        runner.cancel(stubborn)
+    assert runner.wait(stubborn, wait_interval=0.05, timeout=DEADLINE_S) is not None
 
     text = events_file.read_text()
     for secret in (ENV_SECRET, CFG_SECRET, "meta-pw-4321"):
         assert secret not in text
-    ok, refused = events(events_file, api="schedule")
+    ok, refused, _ = events(events_file, api="schedule")
     assert ok.app_handle == handle and ok.app_metadata == {"team": "ml", "db_password": "***"}
     shown_cfg = json.loads(ok.runcfg or "{}")
     assert shown_cfg["api_token"] == "***"
@@ -291,3 +310,6 @@ def test_no_secret_reaches_a_handler_and_a_failed_submission_is_recorded(
     assert refused.raw_exception and "RuntimeError" in refused.raw_exception
     location = json.loads(refused.exception_source_location or "{}")
     assert location["name"] == "schedule" and location["filename"] == __file__
+    [cancel] = events(events_file, api="cancel")
+    assert (cancel.app_handle, cancel.exception_type) == (stubborn, "RuntimeError")
+    assert "'HF_TOKEN': '***'" in (cancel.exception_message or "")

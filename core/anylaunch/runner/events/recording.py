@@ -214,6 +214,11 @@ class log_event:
         ``ctx._torchx_event``, also reachable as ``ctx._anylaunch_event``."""
         return self._anylaunch_event
 
+    @property
+    def redactor(self) -> Redactor | None:
+        """What masks the secret values of ``app`` and ``secrets`` (None: none known)."""
+        return self._redact
+
     def __enter__(self) -> log_event:
         if any_registered():
             self._clock = Stopwatch()

@@ -26,27 +26,47 @@ R = TypeVar("R")
 #: How many apps' last seen states a process keeps (the least recently seen are forgotten).
 SEEN_STATES_MAX = 4096
 
-_seen: collections.OrderedDict[str, str] = collections.OrderedDict()
-_seen_lock = threading.Lock()
+
+class _Recent:
+    """A bounded map keyed by app handle: the least recently used apps are forgotten."""
+
+    def __init__(self, size: int) -> None:
+        self._items: collections.OrderedDict[str, Any] = collections.OrderedDict()
+        self._size = size
+        self._lock = threading.Lock()
+
+    def get(self, key: str) -> Any:
+        with self._lock:
+            return self._items.get(key)
+
+    def put(self, key: str, value: Any) -> bool:
+        """Stores ``value``; True if it differs from what was stored."""
+        with self._lock:
+            new = key not in self._items or self._items[key] != value
+            self._items[key] = value
+            self._items.move_to_end(key)
+            while len(self._items) > self._size:
+                self._items.popitem(last=False)
+            return new
+
+    def pop(self, key: str) -> None:
+        with self._lock:
+            self._items.pop(key, None)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
 
 
-def _changed(app_handle: str, key: str) -> bool:
-    """Remembers ``key`` (a state name, or ``!Error``) for the app; True if it is new."""
-    with _seen_lock:
-        if _seen.get(app_handle) == key:
-            _seen.move_to_end(app_handle)
-            return False
-        _seen[app_handle] = key
-        _seen.move_to_end(app_handle)
-        while len(_seen) > SEEN_STATES_MAX:
-            _seen.popitem(last=False)
-        return True
+# the last state (or ``!Error``) seen of each app, and the redactor of the apps this process
+# launched (their env is not in a handle: later events of the app are masked with it)
+_states = _Recent(SEEN_STATES_MAX)
+_secrets = _Recent(SEEN_STATES_MAX)
 
 
 def forget_states() -> None:
     """Forgets every state seen: the next status of each app is recorded as a change."""
-    with _seen_lock:
-        _seen.clear()
+    _states.clear()
 
 
 def _about(runner: Any, subject: Any) -> dict[str, Any]:
@@ -60,7 +80,7 @@ def _about(runner: Any, subject: Any) -> dict[str, Any]:
             "app": app,
         }
     if isinstance(subject, str):
-        return {"app_handle": subject}
+        return {"app_handle": subject, "secrets": _secrets.get(subject)}
     return {"session": getattr(runner, "session_name", None)}
 
 
@@ -79,6 +99,8 @@ def _timed(api: str, fn: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R
                 ctx.event.app_id = result.rpartition("/")[2]
             else:  # retry: the app launched in place of the subject
                 ctx.event.new_app_handle = result
+            if ctx.redactor:
+                _secrets.put(result, ctx.redactor)
     return result
 
 
@@ -86,7 +108,9 @@ def _status_event(
     app_handle: str, state: str | None, clock: Stopwatch, failure: dict[str, Any]
 ) -> None:
     try:
-        ctx = log_event("status", app_handle=app_handle, state=state)
+        ctx = log_event(
+            "status", app_handle=app_handle, state=state, secrets=_secrets.get(app_handle)
+        )
         clock.fill(ctx.event)
         for name, value in failure.items():
             setattr(ctx.event, name, value)
@@ -103,7 +127,7 @@ def _status(fn: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
         result = fn(*args, **kwargs)
     except Exception as e:  # a failing call is news once per streak of the same failure
         clock.stop()
-        if isinstance(subject, str) and _changed(subject, f"!{type(e).__name__}"):
+        if isinstance(subject, str) and _states.put(subject, f"!{type(e).__name__}"):
             _status_event(subject, None, clock, exception_fields(e))
         raise
     clock.stop()
@@ -113,9 +137,8 @@ def _status(fn: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
         if not isinstance(handle, str):
             continue
         if state is None:  # gone: its next appearance is news
-            with _seen_lock:
-                _seen.pop(handle, None)
-        elif _changed(handle, state):
+            _states.pop(handle)
+        elif _states.put(handle, state):
             _status_event(handle, state, clock, {})
     return result
 
