@@ -21,6 +21,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from anylaunch.runner.errors import AppWaitTimeoutError
+from anylaunch.runner.events.runner_hooks import recorded
 from anylaunch.schedulers import get_scheduler_factories
 from anylaunch.schedulers.api import (
     DescribeAppResponse,
@@ -445,6 +446,7 @@ class Runner(Closing):
         sched.build_workspace_and_update_role(role, ws, cfg)
         logger.info("workspace %s: role %s image %s -> %s", ws, role.name, old_image, role.image)
 
+    @recorded("schedule")
     def schedule(self, dryrun_info: AppDryRunInfo[Any]) -> AppHandle:
         """Submits a request made by :meth:`dryrun` (possibly edited) and returns its handle."""
         scheduler = getattr(dryrun_info, "_scheduler", None)
@@ -466,6 +468,7 @@ class Runner(Closing):
 
     # --- queries ---------------------------------------------------------------------------
 
+    @recorded("status")  # only a change of state is recorded
     def status(self, app_handle: AppHandle) -> AppStatus | None:
         """Returns the app's status, or None if the scheduler does not know the app."""
         if is_placed(app_handle):
@@ -481,6 +484,7 @@ class Runner(Closing):
         sched, app_id = self._scheduler_app_id(app_handle)
         return sched.cancel_requested(app_id)
 
+    @recorded("status")
     def status_many(self, app_handles: Iterable[AppHandle]) -> dict[AppHandle, AppStatus | None]:
         """The statuses of many apps, with one ``describe_many`` call per scheduler (a
         backend that supports it answers for all its apps at once).
@@ -584,6 +588,7 @@ class Runner(Closing):
         assert decision.error is not None
         raise decision.error
 
+    @recorded("retry")
     def retry_failed(self, app_handle: AppHandle) -> AppHandle:
         """Relaunches only the indices of array app ``app_handle`` that failed (or were
         cancelled), as one new array of the same definition, natively where the backend can
@@ -653,6 +658,7 @@ class Runner(Closing):
 
     # --- control ---------------------------------------------------------------------------
 
+    @recorded("cancel")
     def cancel(self, app_handle: AppHandle) -> None:
         """Requests cancellation and returns at once; a no-op for an unknown or finished app.
 
