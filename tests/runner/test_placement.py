@@ -180,7 +180,7 @@ def test_when_every_target_says_no_nothing_is_submitted(runner: Runner) -> None:
 
 
 def test_a_reader_without_the_app_waits_for_the_driver_and_drivers_never_double_submit(
-    runner: Runner,
+    runner: Runner, root: Path
 ) -> None:
     """Another process reading the handle sees the loss as PENDING (its driver moves it);
     three drivers (the launcher and two that attached) racing on the loss start attempt 1
@@ -189,7 +189,9 @@ def test_a_reader_without_the_app_waits_for_the_driver_and_drivers_never_double_
     placement = Placement(["local_cwd"], max_infra_retries=1)
     handle = runner.run(app, placement=placement)
     first = _current(runner, handle)
-    _wait_for("attempt 0 to run", lambda: runner.status(first).state == AppState.RUNNING)
+    app_id = parse_app_handle(handle).app_id
+    # attempt 0 has checkpointed (else attempt 1 would start over and run for 10 minutes)
+    _wait_for("attempt 0's checkpoint", lambda: any(root.glob(f"placed/{app_id}/checkpoint/step")))
     with _runner() as reader, _runner() as second, _runner() as third:
         second.attach(handle, app, placement)
         third.attach(handle, app, placement)
@@ -299,7 +301,8 @@ def test_an_attempt_claimed_by_a_driver_that_died_before_submitting_is_placed_an
     _, session, app_id = parse_app_handle(handle)
     store = PlacementStore(str(root))
     first = _current(runner, handle)
-    _wait_for("attempt 0 to run", lambda: runner.status(first).state == AppState.RUNNING)
+    # attempt 0 has checkpointed (else attempt 2 would start over and run for 10 minutes)
+    _wait_for("attempt 0's checkpoint", lambda: any(root.glob(f"placed/{app_id}/checkpoint/step")))
     _kill_supervisor(runner, first)
     _wait_for("the loss", lambda: runner.status(first).state == AppState.FAILED)
     # what the dead driver left: attempt 0 marked relaunched, attempt 1 claimed long ago
