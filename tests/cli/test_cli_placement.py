@@ -17,30 +17,11 @@ import pytest
 from tests.cli.conftest import with_plugin_scheduler
 from tests.cli.test_cli_arrays import one_error
 
-FULLLOCAL = '''\
-from typing import Any
-
-from anylaunch.plugins import register
-from anylaunch.schedulers import Scheduler
-from anylaunch.schedulers.common.capacity import CanRun, Capacity
-from anylaunch.schedulers.local_scheduler import LocalScheduler
-
-
-class FullLocal(LocalScheduler):
-    """local_cwd that is full: its capacity check always says no."""
-
-    def __init__(self, session_name: str, **kwargs: Any) -> None:
-        super().__init__(session_name, state_dir=kwargs.get("state_dir"))
-        self.backend = "fulllocal"
-
-    def _check_capacity(self, app: Any, cfg: Any) -> Capacity:
-        return Capacity(CanRun.NO, "every slot is taken", calls=1)
-
-
-@register.scheduler()
-def fulllocal(session_name: str, **kwargs: Any) -> Scheduler[Any]:
-    return FullLocal(session_name, **kwargs)
-'''
+# the plugin the Airflow tests use, as a user's plugin file
+FULLLOCAL = (
+    Path(__file__).resolve().parents[1]
+    / "integrations/airflow/plugins/anylaunch_plugins/schedulers/fulllocal.py"
+).read_text()
 
 
 @pytest.fixture

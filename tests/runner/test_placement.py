@@ -26,20 +26,13 @@ from anylaunch.runner.placed import NoTargetCanRunError
 from anylaunch.runner.placement import Placement, Target
 from anylaunch.runner.placement_store import PlacementStore
 from anylaunch.schedulers import get_scheduler_factories
-from anylaunch.schedulers.common.capacity import CanRun, Capacity
 from anylaunch.schedulers.local.scheduler import LocalScheduler
 from anylaunch.specs import AppDef, AppState, AppStatus, InvalidSpecError, Resource, Role
 from anylaunch.specs.handles import parse_app_handle
+from tests.integrations.placement_plugin import RESUMABLE, FullLocal
 from tests.schedulers.local_helpers import wait_until
 
 DEADLINE_S = 120.0
-
-
-class FullLocal(LocalScheduler):
-    """local_cwd whose capacity check always says no (a backend that is full right now)."""
-
-    def _check_capacity(self, app: AppDef, cfg: Any) -> Capacity:
-        return Capacity(CanRun.NO, "every slot is taken", calls=1)
 
 
 def _full_local(session_name: str, **kwargs: Any) -> LocalScheduler:
@@ -88,23 +81,6 @@ def _kill_supervisor(runner: Runner, concrete: str) -> None:
     desc = sched.describe(app_id)
     assert desc is not None
     os.kill(int(desc.metadata["supervisor_pid"]), signal.SIGKILL)
-
-
-# an app that resumes: attempt 0 writes its progress under the checkpoint URL and then hangs
-# (until the platform takes it away); a later attempt finds that progress and finishes
-RESUMABLE = """
-import os, pathlib, time
-attempt = os.environ["ANYLAUNCH_ATTEMPT"]
-ckpt = pathlib.Path(os.environ["ANYLAUNCH_CHECKPOINT_URL"])
-ckpt.mkdir(parents=True, exist_ok=True)
-done = ckpt / "step"
-if done.exists():
-    print(f"attempt {attempt} resumes from {done.read_text()}", flush=True)
-else:
-    done.write_text(f"attempt {attempt}")
-    print(f"attempt {attempt} wrote its checkpoint", flush=True)
-    time.sleep(600)
-"""
 
 
 def test_an_infrastructure_loss_is_relaunched_and_resumes_from_the_same_checkpoint_url(
