@@ -30,6 +30,11 @@ from anylaunch.schedulers.local.scheduler import LocalScheduler
 from anylaunch.specs import AppDef, AppState, AppStatus, InvalidSpecError, Resource, Role
 from anylaunch.specs.handles import parse_app_handle
 from tests.integrations.placement_plugin import RESUMABLE, FullLocal
+from tests.schedulers.aws.moto_env import (  # fixtures
+    moto_aws as moto_aws,
+    moto_server as moto_server,
+    s3_prefix as s3_prefix,
+)
 from tests.schedulers.local_helpers import wait_until
 
 DEADLINE_S = 120.0
@@ -312,3 +317,29 @@ def test_a_reader_sees_an_ended_placement_as_ended(runner: Runner) -> None:
         seen = reader.status(done)
     assert seen is not None and seen.state == AppState.SUCCEEDED and seen.placement is not None
     assert seen.placement.entries[-1].outcome == "ended"
+
+
+def test_the_record_on_a_shared_store_is_followed_by_another_process(
+    s3_prefix: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An S3 checkpoint root (moto): the record and ANYLAUNCH_CHECKPOINT_URL live there, and a
+    process on another worker, which only knows the root from its env (no local pointer),
+    follows the placed app to its end and reads its logs."""
+    monkeypatch.setenv("ANYLAUNCH_LOCAL_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.setenv("ANYLAUNCH_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("ANYLAUNCH_CHECKPOINT_ROOT", s3_prefix)
+    code = "import os; print('checkpoint at', os.environ['ANYLAUNCH_CHECKPOINT_URL'])"
+    with _runner() as launcher:
+        handle = launcher.run(
+            _app("shared", code), placement=Placement(["full_local", "local_cwd"])
+        )
+    monkeypatch.setenv("ANYLAUNCH_HOME", str(tmp_path / "another-worker"))
+    with _runner() as other:
+        status = other.wait(handle, wait_interval=0.5, timeout=DEADLINE_S)
+        lines = list(other.log_lines(handle, "w", 0))
+    assert status is not None and status.state == AppState.SUCCEEDED
+    assert status.placement is not None
+    assert [e.outcome for e in status.placement.entries] == ["skipped", "ended"]
+    url = f"{s3_prefix}/placed/{parse_app_handle(handle).app_id}/checkpoint"
+    assert status.placement.checkpoint_url == url
+    assert lines == [f"checkpoint at {url}\n"]
