@@ -32,7 +32,11 @@ from anylaunch.specs.handles import parse_app_handle
 from tests.integrations.placement_plugin import RESUMABLE, FullLocal
 from tests.schedulers.aws.moto_env import (  # fixtures
     moto_aws as moto_aws,
+)
+from tests.schedulers.aws.moto_env import (
     moto_server as moto_server,
+)
+from tests.schedulers.aws.moto_env import (
     s3_prefix as s3_prefix,
 )
 from tests.schedulers.local_helpers import wait_until
