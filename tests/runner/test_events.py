@@ -313,3 +313,23 @@ def test_no_secret_reaches_a_handler_and_a_failed_submission_is_recorded(
     [cancel] = events(events_file, api="cancel")
     assert (cancel.app_handle, cancel.exception_type) == (stubborn, "RuntimeError")
     assert "'HF_TOKEN': '***'" in (cancel.exception_message or "")
+
+
+def test_writing_an_apps_archive_record_is_recorded_once(
+    events_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ANYLAUNCH_ARCHIVE_URL", str(tmp_path / "archive"))
+    app = AppDef("archived", [Role("w", image=".", entrypoint="sh", args=["-c", "echo hi"])])
+    since = time.time_ns() // 1000
+    with Runner("evtest", get_scheduler_factories()) as runner:
+        handle = runner.run(app, "local_cwd", CFG)
+        runner.wait(handle, wait_interval=0.2, timeout=120)
+        runner.status(handle)  # a second sight of the end writes nothing again
+
+    archived = events(events_file, api="archive")
+    assert len(archived) == 1, archived
+    assert archived[0].app_handle == handle and archived[0].state == "SUCCEEDED"
+    assert archived[0].detail and archived[0].detail.endswith(handle.split("/")[-1])
+    start = archived[0].start_epoch_time_usec
+    assert start is not None and since <= start <= time.time_ns() // 1000, archived[0]
+    assert isinstance(archived[0].wall_time_usec, int) and archived[0].wall_time_usec >= 0

@@ -328,16 +328,34 @@ class ArchiveKeeper:
         if app_handle in self._seen:
             return
         self._seen.add(app_handle)
+        from anylaunch.runner.events import record_action
+
+        started = time.time()
+        secrets = self.secrets.pop(app_handle, None)
         try:
-            self.archive.write(
-                self.runner,
-                app_handle,
-                status,
-                self.secrets.pop(app_handle, None),
-                self.requests.pop(app_handle, None),
+            wrote = self.archive.write(
+                self.runner, app_handle, status, secrets, self.requests.pop(app_handle, None)
             )
         except Exception as e:  # the archive is a record, never a reason to fail a status
             logger.warning("could not archive %s at %s: %s", app_handle, self.archive, e)
+            record_action(
+                "archive",
+                app_handle=app_handle,
+                state=status.state,
+                error=e,
+                started_at=started,
+                secrets=secrets,
+            )
+            return
+        if wrote:
+            record_action(
+                "archive",
+                app_handle=app_handle,
+                state=status.state,
+                detail=self.archive.location(app_handle),
+                started_at=started,
+                secrets=secrets,
+            )
 
     def status(self, app_handle: AppHandle) -> AppStatus | None:
         """The archived end of an app its scheduler forgot (None: no record)."""
