@@ -502,7 +502,7 @@ def get_global(key: str, dirs: Sequence[str] | None = None) -> str | None:
     >>> import os, tempfile
     >>> d = tempfile.mkdtemp()
     >>> _ = open(os.path.join(d, ".anylaunchconfig"), "w").write(
-    ...     "[anylaunch]\narchive_url = file:///srv/archive\n")
+    ...     "[anylaunch]\\narchive_url = file:///srv/archive\\n")
     >>> get_global("archive_url", dirs=[d]), get_global("checkpoint_root", dirs=[d])
     ('file:///srv/archive', None)
     """
