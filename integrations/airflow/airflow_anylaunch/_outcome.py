@@ -53,10 +53,9 @@ def push_outcome(context: Any, result: Mapping[str, Any] | None) -> None:
     from anylaunch.runner.archive import archive_location
     from anylaunch.tracker.results import tracked
 
-    run_id = run_id_in(result)
-    if not run_id:
+    run_id, ti = run_id_in(result), context.get("ti")
+    if not run_id or ti is None:  # no task instance (a bare poke): nowhere to push
         return
-    ti = context["ti"]
     found = tracked(run_id)
     if found is not None:
         ti.xcom_push(key=XCOM_TRACKER, value=found)
