@@ -3,6 +3,7 @@
 the app of its earlier attempt forgotten by the backend reads its outcome and every line from
 the archive (reattaches to a success, relaunches after a failure) instead of losing it."""
 
+import contextlib
 import os
 import shutil
 import sys
@@ -12,7 +13,7 @@ import dagster as dg
 import pytest
 
 from anylaunch.runner.archive import Archive
-from anylaunch.specs import AppDef, AppState, Role
+from anylaunch.specs import AppDef, Role
 from dagster_anylaunch import AnylaunchResource, build_anylaunch_asset
 from tests.integrations.tracked_apps import check_tracked, configure, tracking_app
 
@@ -49,10 +50,8 @@ def _forgetful_job(app: AppDef, marker: Path, state_dir: Path) -> dg.JobDefiniti
     def forgets(context: dg.OpExecutionContext, anylaunch: AnylaunchResource) -> str:
         if not marker.exists():
             marker.touch()
-            try:
+            with contextlib.suppress(dg.Failure):  # a failed app: the retry must see it too
                 anylaunch.run(context, app)
-            except dg.Failure:
-                pass
             shutil.rmtree(state_dir)
             raise dg.Failure("the worker lost the step after the app ended")
         run = anylaunch.run(context, app)
