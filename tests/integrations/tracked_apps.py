@@ -67,3 +67,15 @@ def archived_app(state_dir: Path, succeed: bool) -> str:
         after = runner.status(handle)
     assert after is not None and "from the archive" in after.msg, after
     return handle
+
+
+def unreadable(config: str | None) -> Any:
+    """A tracker factory (``tests.integrations.tracked_apps:unreadable``): the fsspec tracker
+    at ``config``, whose reads fail (a store that refuses the reader, e.g. its credentials)."""
+    from anylaunch.tracker.backend.fsspec import FsspecTracker
+
+    class Unreadable(FsspecTracker):
+        def metadata(self, run_id: str) -> Any:
+            raise PermissionError(f"no read access to {run_id}")
+
+    return Unreadable(config)

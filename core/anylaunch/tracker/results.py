@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -51,6 +51,21 @@ def run_id_of(handle: str, status: AppStatus | None = None) -> str:
     current = getattr(history, "current", None) if history is not None else None
     concrete = getattr(current, "handle", None)
     return str(concrete) if concrete else handle
+
+
+def _masked(value: object, redact: Callable[[str], str]) -> object:
+    """``value`` with ``redact`` applied to every string in it (keys included).
+
+    >>> _masked({"dsn": "pw=hunter2", "n": [1, "hunter2"]}, lambda s: s.replace("hunter2", "***"))
+    {'dsn': 'pw=***', 'n': [1, '***']}
+    """
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, Mapping):
+        return {redact(str(k)): _masked(v, redact) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_masked(v, redact) for v in value]
+    return value
 
 
 def _chars(value: object) -> int:
@@ -80,6 +95,7 @@ def tracked(
     *,
     limit: int = MAX_TRACKED_CHARS,
     environ: Mapping[str, str] | None = None,
+    redact: Callable[[str], str] | None = None,
 ) -> dict[str, Any] | None:
     """What run ``run_id`` tracked, in the first configured tracker: ``{"run_id", "metadata":
     {key: value}, "artifacts": {name: {"path", "metadata"}}, "sources": [{"source_run_id",
@@ -93,6 +109,7 @@ def tracked(
         run_id: the job's run id (see :func:`run_id_of`)
         limit: the most characters of JSON to return
         environ: the environment that configures the trackers (default: this process's)
+        redact: masks the secrets in every string (what a job tracks is its own output)
     """
     from anylaunch.tracker.api import build_trackers
     from anylaunch.tracker.config import configured_trackers
@@ -122,5 +139,12 @@ def tracked(
     except Exception as e:  # any tracker, any failure: the task's outcome does not depend on it
         logger.warning("could not read what run %s tracked: %s: %s", run_id, type(e).__name__, e)
         return None
-    out = {"run_id": run_id, "metadata": metadata, "artifacts": artifacts, "sources": sources}
+    out: dict[str, Any] = {
+        "run_id": run_id,
+        "metadata": metadata,
+        "artifacts": artifacts,
+        "sources": sources,
+    }
+    if redact is not None:
+        out = {k: v if k == "run_id" else _masked(v, redact) for k, v in out.items()}
     return _bounded(out, limit)

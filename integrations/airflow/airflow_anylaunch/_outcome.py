@@ -8,7 +8,7 @@ No Airflow imports: the operator and the sensor share these.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from airflow_anylaunch._arrays import push_array
@@ -42,10 +42,15 @@ def run_id_in(result: Mapping[str, Any]) -> str:
     return str(result.get("app_handle") or "")
 
 
-def push_outcome(context: Any, result: Mapping[str, Any] | None) -> None:
+def push_outcome(
+    context: Any,
+    result: Mapping[str, Any] | None,
+    redact: Callable[[str], str] | None = None,
+) -> None:
     """Pushes what an app's status dict ``result`` says beyond its state: its array and
-    placement outcomes and, once it ended, what its job tracked and its archive URL. Reading
-    the tracker never fails the task (a warning in the task log)."""
+    placement outcomes and, once it ended, what its job tracked (secrets masked by
+    ``redact``) and its archive URL. Reading the tracker never fails the task (a warning in
+    the task log)."""
     push_array(context, result)
     push_placement(context, result)
     if result is None or result.get("state") not in _ENDED:
@@ -56,7 +61,7 @@ def push_outcome(context: Any, result: Mapping[str, Any] | None) -> None:
     run_id, ti = run_id_in(result), context.get("ti")
     if not run_id or ti is None:  # no task instance (a bare poke): nowhere to push
         return
-    found = tracked(run_id)
+    found = tracked(run_id, redact=redact)
     if found is not None:
         ti.xcom_push(key=XCOM_TRACKER, value=found)
     url = archive_location(run_id)

@@ -638,7 +638,7 @@ class AnylaunchOperator(ResumableJobMixin, BaseOperator):
         if self._result is None:  # the app succeeded in an earlier try
             handle = str(external_id)
             self._result = self._known(handle, self._publish(context, handle))
-            push_outcome(context, self._result)
+            push_outcome(context, self._result, self._mask)
         return self._result
 
     def _wait(
@@ -654,7 +654,7 @@ class AnylaunchOperator(ResumableJobMixin, BaseOperator):
         outcome = session.run(first, interrupt_cancels=(AirflowTaskTimeout,))
         status = outcome.status
         result = None if status is None else status_dict(handle, status, session.redactor)
-        push_outcome(context, result)
+        push_outcome(context, result, session.redactor)
         if outcome.succeeded:
             assert result is not None
             return result
@@ -714,7 +714,7 @@ class AnylaunchOperator(ResumableJobMixin, BaseOperator):
         if handle is not None and isinstance(app_status, dict):
             # a try that deferred at once pushed it empty: the last status knows it
             context["ti"].xcom_push(key=XCOM_UI_URL, value=ui_url_xcom(app_status.get("ui_url")))
-            push_outcome(context, app_status)
+            push_outcome(context, app_status, self._mask)
         if outcome == EVENT_MOVE:  # the triggerer cannot move the app: this worker does
             resume_move(self, context, event)
         if outcome == "success":

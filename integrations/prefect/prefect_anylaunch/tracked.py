@@ -57,17 +57,6 @@ def tracked_markdown(handle: str, found: Mapping[str, Any] | None, archive_url: 
     return "\n".join(parts)
 
 
-def _masked(found: dict[str, Any] | None, redact: Callable[[str], str]) -> dict[str, Any] | None:
-    """``found`` with the job's secrets masked (its values are the job's own output)."""
-    if found is None:
-        return None
-    try:
-        masked: dict[str, Any] = json.loads(redact(json.dumps(found)))
-    except ValueError:  # masking broke the JSON: show nothing rather than a secret
-        return None
-    return masked
-
-
 def ended_extras(
     handle: str, status: AppStatus | None, redact: Callable[[str], str] = str
 ) -> dict[str, Any]:
@@ -80,7 +69,7 @@ def ended_extras(
 
     run_id = run_id_of(handle, status)
     extras: dict[str, Any] = {}
-    found = _masked(tracked(run_id), redact)
+    found = tracked(run_id, redact=redact)
     if found is not None:
         extras["tracker"] = found
     url = archive_location(run_id)

@@ -54,3 +54,20 @@ def test_wait_reads_an_archived_outcome_and_its_lines(
         error = state.result(raise_on_failure=False)
         assert type(error) is AnylaunchAppFailedError, error
         assert "exit code 3" in str(error) and "from the archive" in str(error), error
+
+
+def test_a_tracker_that_cannot_be_read_is_a_warning_not_a_failed_task(
+    pf: Any, isolated: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    tracking, _ = configure(monkeypatch, isolated)
+    factory = "tests.integrations.tracked_apps:unreadable"
+    monkeypatch.setenv("ANYLAUNCH_TRACKERS", factory)
+    monkeypatch.setenv(
+        "ANYLAUNCH_TRACKER_TESTS_INTEGRATIONS_TRACKED_APPS_UNREADABLE_CONFIG", str(tracking)
+    )
+    state = run_app(AnylaunchJob(app=tracking_app(), poll_interval_s=0.5), return_state=True)
+    assert state.is_completed(), state.message
+    result = state.result()
+    assert "tracker" not in result and "archive_url" in result, result
+    assert any(tracking.iterdir()), "the job tracked (it writes; only reading fails)"
+    assert "could not read what run" in caplog.text and "no read access" in caplog.text
