@@ -134,9 +134,8 @@ class AnylaunchAppSensor(BaseSensorOperator):
             return False
         outcome = session.outcome(decision)
         result = status_dict(handle, outcome.status, session.redactor)
-        push_outcome(
-            context, result, session.redactor
-        )  # an array's per-index outcomes, whatever its end
+        # an array's per-index outcomes, what its job tracked: whatever its end
+        push_outcome(context, result, session.redactor)
         if not outcome.succeeded:  # failed, or lost: vanished, or its scheduler keeps failing
             message = with_array_summary(outcome.message, outcome.status)
             raise AnylaunchSensorError(message, handle, result)

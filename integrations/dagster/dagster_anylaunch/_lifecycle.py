@@ -12,7 +12,7 @@ import copy
 import re
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
@@ -112,6 +112,7 @@ class AnylaunchRun:
         reattached: True if the step reattached to an app an earlier attempt launched
         last_log_lines: the last lines the app wrote (``role/replica line``)
         params: a sweep's per-index parameters (shown in the per-index metadata)
+        mask: masks the app's secrets in what its job tracked
     """
 
     handle: AppHandle
@@ -120,6 +121,7 @@ class AnylaunchRun:
     reattached: bool = False
     last_log_lines: tuple[str, ...] = ()
     params: Sequence[Mapping[str, str]] = ()
+    mask: Callable[[str], str] = field(default=str, repr=False, compare=False)
 
     @property
     def state(self) -> AppState:
@@ -149,7 +151,7 @@ class AnylaunchRun:
             meta.update(array_metadata(self.status.array, self.params))
         if self.status.placement is not None:
             meta.update(placement_metadata(self.status.placement))
-        meta.update(tracked_metadata(self.handle, self.status))
+        meta.update(tracked_metadata(self.handle, self.status, self.mask))
         return meta
 
 
@@ -568,6 +570,7 @@ class AppWatch:
             reattached=self.reattached,
             last_log_lines=outcome.tail,
             params=params,
+            mask=self.mask,
         )
 
 

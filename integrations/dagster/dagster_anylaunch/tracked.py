@@ -67,8 +67,8 @@ def tracked_metadata(
     from anylaunch.tracker.results import run_id_of, tracked
 
     run_id = run_id_of(handle, status)
-    found = tracked(run_id)
-    meta = tracker_entries(found, mask) if found is not None else {}
+    found = tracked(run_id, redact=mask)
+    meta = tracker_entries(found) if found is not None else {}
     url = archive_location(run_id)
     if url is not None:
         meta["anylaunch/archive_url"] = (
