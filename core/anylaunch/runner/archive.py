@@ -56,6 +56,7 @@ __all__ = [
     "STALE_CLAIM_S",
     "Archive",
     "ArchiveKeeper",
+    "archive_location",
     "configured_archive",
 ]
 
@@ -82,6 +83,25 @@ def configured_archive() -> Archive | None:
         url = get_global("archive_url")
         where = "[anylaunch] archive_url"
     return Archive(url, field=where) if url else None
+
+
+def archive_location(app_handle: AppHandle) -> str | None:
+    """The URL of the app's record in the configured archive (for an engine's log link), or
+    None without an archive; a misconfigured one is logged, never raised (the runner that
+    launched or watched the app has said what is wrong with it).
+
+    >>> import os
+    >>> os.environ[ARCHIVE_URL_ENV] = "/shared/archive"
+    >>> archive_location("local_cwd://s/echo-1")
+    '/shared/archive/local_cwd/s/echo-1'
+    >>> del os.environ[ARCHIVE_URL_ENV]
+    """
+    try:
+        archive = configured_archive()
+    except InvalidSpecError as e:
+        logger.warning("no archive link for %s: %s", app_handle, e)
+        return None
+    return archive.location(app_handle) if archive is not None else None
 
 
 class Archive:

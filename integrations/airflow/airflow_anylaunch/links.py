@@ -1,4 +1,5 @@
-"""The "anylaunch app" extra link: the app's UI (``ui_url``) on the task's page."""
+"""The extra links on a task's page: "anylaunch app", the app's UI (``ui_url``), and
+"anylaunch archive", its record in the archive (``archive_url``) once it ended."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ if TYPE_CHECKING:
     from airflow.sdk import BaseOperator
     from airflow.sdk.types import TaskInstanceKey
 
-__all__ = ["AnylaunchAppLink"]
+__all__ = ["AnylaunchAppLink", "AnylaunchArchiveLink"]
 
 
 class AnylaunchAppLink(BaseOperatorLink):
@@ -34,4 +35,25 @@ class AnylaunchAppLink(BaseOperatorLink):
             return ""  # never scheduled (e.g. bad input): no XCom to read, no error to log
 
         url = XCom.get_value(ti_key=ti_key, key=XCOM_UI_URL)
+        return str(url) if url else ""
+
+
+class AnylaunchArchiveLink(BaseOperatorLink):
+    """Links a task to its app's record in the archive (``ANYLAUNCH_ARCHIVE_URL``: the final
+    status and every log line, kept after the backend forgot the app), read from the
+    ``archive_url`` XCom pushed when the app ended; empty without an archive.
+
+    >>> AnylaunchArchiveLink().name
+    'anylaunch archive'
+    """
+
+    name = "anylaunch archive"
+
+    def get_link(self, operator: BaseOperator, *, ti_key: TaskInstanceKey) -> str:
+        from airflow_anylaunch._compat import AIRFLOW_V_3_0_PLUS, XCom
+        from airflow_anylaunch._outcome import XCOM_ARCHIVE_URL
+
+        if AIRFLOW_V_3_0_PLUS and getattr(operator, "ui_url_pushed", True) is False:
+            return ""  # never scheduled: nothing archived
+        url = XCom.get_value(ti_key=ti_key, key=XCOM_ARCHIVE_URL)
         return str(url) if url else ""

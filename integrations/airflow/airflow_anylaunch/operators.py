@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, ClassVar, NoReturn
 
-from airflow_anylaunch._arrays import push_array, with_array_summary
+from airflow_anylaunch._arrays import with_array_summary
 from airflow_anylaunch._common import (
     DEFAULT_CONN_ID,
     XCOM_APP_HANDLE,
@@ -35,6 +35,7 @@ from airflow_anylaunch._common import (
 from airflow_anylaunch._compat import BaseOperator, ResumableJobMixin, conf  # Airflow 3.3's or ours
 from airflow_anylaunch._deferral import defer, try_number
 from airflow_anylaunch._operator_args import as_list, check_operator_args
+from airflow_anylaunch._outcome import push_outcome
 from airflow_anylaunch._placed_task import (
     attach_placed,
     find_placed_labelled,
@@ -51,7 +52,7 @@ from airflow_anylaunch.exceptions import (
     AnylaunchAppTimeout,
     AnylaunchInputError,
 )
-from airflow_anylaunch.links import AnylaunchAppLink
+from airflow_anylaunch.links import AnylaunchAppLink, AnylaunchArchiveLink
 
 if TYPE_CHECKING:
     import jinja2
@@ -167,7 +168,7 @@ class AnylaunchOperator(ResumableJobMixin, BaseOperator):
         "component_args": "json",
         "env": "json",
     }
-    operator_extra_links = (AnylaunchAppLink(),)
+    operator_extra_links = (AnylaunchAppLink(), AnylaunchArchiveLink())
     ui_color = "#dbe9f6"
     #: the task_state_store key holding the app handle (renaming it breaks in-flight retries)
     external_id_key = "anylaunch_app_handle"
@@ -637,8 +638,7 @@ class AnylaunchOperator(ResumableJobMixin, BaseOperator):
         if self._result is None:  # the app succeeded in an earlier try
             handle = str(external_id)
             self._result = self._known(handle, self._publish(context, handle))
-            push_array(context, self._result)
-            push_placement(context, self._result)
+            push_outcome(context, self._result, self._mask)
         return self._result
 
     def _wait(
@@ -654,8 +654,7 @@ class AnylaunchOperator(ResumableJobMixin, BaseOperator):
         outcome = session.run(first, interrupt_cancels=(AirflowTaskTimeout,))
         status = outcome.status
         result = None if status is None else status_dict(handle, status, session.redactor)
-        push_array(context, result)
-        push_placement(context, result)
+        push_outcome(context, result, session.redactor)
         if outcome.succeeded:
             assert result is not None
             return result
@@ -715,8 +714,7 @@ class AnylaunchOperator(ResumableJobMixin, BaseOperator):
         if handle is not None and isinstance(app_status, dict):
             # a try that deferred at once pushed it empty: the last status knows it
             context["ti"].xcom_push(key=XCOM_UI_URL, value=ui_url_xcom(app_status.get("ui_url")))
-            push_array(context, app_status)
-            push_placement(context, app_status)
+            push_outcome(context, app_status, self._mask)
         if outcome == EVENT_MOVE:  # the triggerer cannot move the app: this worker does
             resume_move(self, context, event)
         if outcome == "success":

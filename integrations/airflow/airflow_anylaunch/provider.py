@@ -38,7 +38,7 @@ def get_provider_info() -> dict[str, Any]:
     >>> info["package-name"], info["connection-types"][0]["connection-type"]
     ('anylaunch', 'anylaunch')
     >>> info["extra-links"]
-    ['airflow_anylaunch.links.AnylaunchAppLink']
+    ['airflow_anylaunch.links.AnylaunchAppLink', 'airflow_anylaunch.links.AnylaunchArchiveLink']
     """
     return {
         "package-name": "anylaunch",  # must equal the distribution name
@@ -64,7 +64,10 @@ def get_provider_info() -> dict[str, Any]:
         "triggers": [
             {"integration-name": _INTEGRATION, "python-modules": ["airflow_anylaunch.triggers"]}
         ],
-        "extra-links": ["airflow_anylaunch.links.AnylaunchAppLink"],
+        "extra-links": [
+            "airflow_anylaunch.links.AnylaunchAppLink",
+            "airflow_anylaunch.links.AnylaunchArchiveLink",
+        ],
         "connection-types": [
             {
                 "connection-type": "anylaunch",

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
-from airflow_anylaunch._arrays import push_array, with_array_summary
+from airflow_anylaunch._arrays import with_array_summary
 from airflow_anylaunch._common import (
     check_handle,
     is_template,
@@ -22,7 +22,9 @@ from airflow_anylaunch._common import (
     status_dict,
 )
 from airflow_anylaunch._compat import BaseSensorOperator, PokeReturnValue, conf
+from airflow_anylaunch._outcome import push_outcome
 from airflow_anylaunch.exceptions import AnylaunchInputError, AnylaunchSensorError
+from airflow_anylaunch.links import AnylaunchArchiveLink
 
 if TYPE_CHECKING:
     from airflow.sdk.definitions.context import Context
@@ -57,6 +59,7 @@ class AnylaunchAppSensor(BaseSensorOperator):
 
     template_fields: Sequence[str] = ("app_handle",)
     ui_color = "#e4f0e8"
+    operator_extra_links = (AnylaunchArchiveLink(),)
 
     def __init__(
         self,
@@ -131,7 +134,8 @@ class AnylaunchAppSensor(BaseSensorOperator):
             return False
         outcome = session.outcome(decision)
         result = status_dict(handle, outcome.status, session.redactor)
-        push_array(context, result)  # an array's per-index outcomes, whatever its end
+        # an array's per-index outcomes, what its job tracked: whatever its end
+        push_outcome(context, result, session.redactor)
         if not outcome.succeeded:  # failed, or lost: vanished, or its scheduler keeps failing
             message = with_array_summary(outcome.message, outcome.status)
             raise AnylaunchSensorError(message, handle, result)
@@ -170,7 +174,7 @@ class AnylaunchAppSensor(BaseSensorOperator):
         """Resumes after the trigger fired."""
         event = event or {}
         app_status = event.get("app_status")
-        push_array(context, app_status if isinstance(app_status, dict) else None)
+        push_outcome(context, app_status if isinstance(app_status, dict) else None)
         if event.get("status") == "success":
             return event.get("app_status")
         raise AnylaunchSensorError(

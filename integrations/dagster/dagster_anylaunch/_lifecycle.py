@@ -12,7 +12,7 @@ import copy
 import re
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
@@ -34,6 +34,7 @@ from anylaunch.specs.runopts import CfgVal
 from anylaunch.specs.secrets import Redactor, app_redactor
 from dagster_anylaunch.arrays import array_metadata
 from dagster_anylaunch.placement import placement_metadata, targets_text
+from dagster_anylaunch.tracked import tracked_metadata
 
 if TYPE_CHECKING:
     from dagster._core.pipes.reattach import PipesLaunchHandle
@@ -111,6 +112,7 @@ class AnylaunchRun:
         reattached: True if the step reattached to an app an earlier attempt launched
         last_log_lines: the last lines the app wrote (``role/replica line``)
         params: a sweep's per-index parameters (shown in the per-index metadata)
+        mask: masks the app's secrets in what its job tracked
     """
 
     handle: AppHandle
@@ -119,6 +121,7 @@ class AnylaunchRun:
     reattached: bool = False
     last_log_lines: tuple[str, ...] = ()
     params: Sequence[Mapping[str, str]] = ()
+    mask: Callable[[str], str] = field(default=str, repr=False, compare=False)
 
     @property
     def state(self) -> AppState:
@@ -134,7 +137,8 @@ class AnylaunchRun:
         """Dagster metadata: handle, final state, ui_url (a URL), duration, reattached; for
         an array app also its per-index metadata (:func:`~dagster_anylaunch.arrays.array_metadata`:
         counts by state, failed indices, a table of indices); for a placed app
-        ``anylaunch/placement`` (every target tried, JSON) and ``anylaunch/attempt``."""
+        ``anylaunch/placement`` (every target tried, JSON) and ``anylaunch/attempt``; what
+        its job tracked and its archive URL (:mod:`dagster_anylaunch.tracked`)."""
         meta: dict[str, dg.MetadataValue] = {
             "handle": dg.MetadataValue.text(self.handle),
             "final_state": dg.MetadataValue.text(self.state.name),
@@ -147,6 +151,7 @@ class AnylaunchRun:
             meta.update(array_metadata(self.status.array, self.params))
         if self.status.placement is not None:
             meta.update(placement_metadata(self.status.placement))
+        meta.update(tracked_metadata(self.handle, self.status, self.mask))
         return meta
 
 
@@ -232,7 +237,8 @@ def failure(
     ``launch``: the kinds of :mod:`anylaunch.runner.watch`'s decisions) and the
     ``failure_category`` (:mod:`anylaunch.runner.failures`); for an array app, the failed
     indices in the description and the per-index metadata (``params``: a sweep's); for a
-    placed app, where it ran (``anylaunch/placement``, ``anylaunch/attempt``)."""
+    placed app, where it ran (``anylaunch/placement``, ``anylaunch/attempt``); for an app
+    that ended, what its job tracked and its archive URL (:mod:`dagster_anylaunch.tracked`)."""
     meta: dict[str, dg.MetadataValue] = {
         "reason": dg.MetadataValue.text(reason),
         "duration_s": dg.MetadataValue.float(round(duration_s, 3)),
@@ -254,6 +260,8 @@ def failure(
             meta["ui_url"] = dg.MetadataValue.url(status.ui_url)
         if status.placement is not None:
             meta.update(placement_metadata(status.placement, mask))
+        if handle is not None:
+            meta.update(tracked_metadata(handle, status, mask))
     meta["last_log_lines"] = dg.MetadataValue.text(mask("\n".join(last_lines)))
     array = status.array if status is not None else None
     if array is not None:
@@ -562,6 +570,7 @@ class AppWatch:
             reattached=self.reattached,
             last_log_lines=outcome.tail,
             params=params,
+            mask=self.mask,
         )
 
 

@@ -54,6 +54,7 @@ from prefect_anylaunch.placement import (
     placement_result,
     targets_markdown,
 )
+from prefect_anylaunch.tracked import ended_extras, tracked_artifact
 
 __all__ = ["AnylaunchJob", "AnylaunchJobRun", "AnylaunchSchedulerSettings"]
 
@@ -677,6 +678,7 @@ class AnylaunchJobRun(JobRun[dict[str, Any]]):
                         status, self.app_name, self.app_handle, redact, sweep_params(self.app)
                     ),
                 )
+                tracked_artifact(self.app_handle, self.app_name, status, redact)
         masked = None if status is None else masked_status(status, redact)
         array = status.array if status is not None else None
         if outcome.succeeded:  # by min_success_ratio, the session said which indices failed
@@ -763,10 +765,11 @@ class AnylaunchJobRun(JobRun[dict[str, Any]]):
         an array app also ``indices`` (``index -> {state, exit_code}``, compact for large
         arrays) and ``failed_indices`` (see :func:`prefect_anylaunch.arrays.array_result`);
         for a placed app ``attempt`` and ``placement`` (every target tried, see
-        :func:`prefect_anylaunch.placement.placement_result`)."""
+        :func:`prefect_anylaunch.placement.placement_result`); for an ended app ``tracker`` and
+        ``archive_url`` (see :func:`prefect_anylaunch.tracked.ended_extras`)."""
         masked = masked_status(status, self.redact)
         result = array_result({"app_handle": self.app_handle, **masked.to_dict()}, masked)
-        return placement_result(result, masked)
+        return placement_result(result, masked) | ended_extras(self.app_handle, status, self.redact)
 
     async def afetch_result(self) -> dict[str, Any]:
         """Async :meth:`fetch_result`."""
