@@ -20,10 +20,33 @@ from anylaunch.runner.placement import Placement, Target
 from anylaunch.specs.checks import check_known_fields
 from anylaunch.specs.errors import InvalidSpecError, did_you_mean
 
-__all__ = ["TARGET_FIELDS", "placement_from_data", "target_as_data", "targets_from_data"]
+__all__ = [
+    "CHECKPOINT_ROOT_HELP",
+    "MAX_INFRA_RETRIES_HELP",
+    "TARGETS_HELP",
+    "TARGET_FIELDS",
+    "placement_from_data",
+    "target_as_data",
+    "targets_from_data",
+]
 
 #: The fields of one target written as data.
 TARGET_FIELDS = ("scheduler", "cfg", "startup_timeout")
+
+#: How every engine describes its placement settings (field help in forms and docs).
+TARGETS_HELP = (
+    "Placement instead of scheduler: ordered targets, each a scheduler name or {scheduler, "
+    "cfg, startup_timeout}. The app runs on the first whose capacity is not 'no' and moves "
+    "to the next when it cannot start there."
+)
+MAX_INFRA_RETRIES_HELP = (
+    "With targets: relaunches after the platform lost the app (node lost, preempted); an "
+    "application failure is never relaunched."
+)
+CHECKPOINT_ROOT_HELP = (
+    "With targets: fsspec URL of the placement record and of ANYLAUNCH_CHECKPOINT_URL "
+    "(default: $ANYLAUNCH_CHECKPOINT_ROOT, then ~/.anylaunch/placements)."
+)
 
 
 def _renamed(field: str, error: InvalidSpecError) -> InvalidSpecError:

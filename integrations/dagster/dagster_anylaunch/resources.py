@@ -24,7 +24,12 @@ from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from anylaunch.runner import Runner, get_runner
 from anylaunch.runner.placement import Placement
-from anylaunch.runner.placement_input import placement_from_data
+from anylaunch.runner.placement_input import (
+    CHECKPOINT_ROOT_HELP,
+    MAX_INFRA_RETRIES_HELP,
+    TARGETS_HELP,
+    placement_from_data,
+)
 from anylaunch.specs.api import AppDef, AppDryRunInfo, AppHandle, AppStatus, Workspace
 from anylaunch.specs.checks import check_known_fields, check_seconds, check_session_name
 from anylaunch.specs.errors import AnylaunchError, InvalidSpecError, UnknownSchedulerException
@@ -119,20 +124,15 @@ class AnylaunchResource(dg.ConfigurableResource):  # type: ignore[type-arg]
     )
     targets: list[AnylaunchTarget] | None = Field(
         default=None,
-        description="Placement instead of scheduler: ordered targets {scheduler, cfg, "
-        "startup_timeout} (in Python also scheduler names). The app runs on the first whose "
-        "capacity is not 'no' and moves to the next when it cannot start there.",
+        description=TARGETS_HELP,
     )
     max_infra_retries: int = Field(
         default=0,
-        description="With targets: relaunches after the platform lost the app (node lost, "
-        "preempted); an application failure is never relaunched.",
+        description=MAX_INFRA_RETRIES_HELP,
     )
     checkpoint_root: str | None = Field(
         default=None,
-        description="With targets: fsspec URL of the placement record and of "
-        "ANYLAUNCH_CHECKPOINT_URL (default: $ANYLAUNCH_CHECKPOINT_ROOT, then "
-        "~/.anylaunch/placements).",
+        description=CHECKPOINT_ROOT_HELP,
     )
     session_name: str = Field(
         default=DEFAULT_SESSION_NAME,

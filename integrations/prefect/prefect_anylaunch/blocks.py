@@ -22,7 +22,13 @@ from anylaunch.runner import Runner, get_runner
 from anylaunch.runner.array_results import with_failed_indices
 from anylaunch.runner.outcome import Outcome, masked_status
 from anylaunch.runner.placement import Placement
-from anylaunch.runner.placement_input import placement_from_data, target_as_data
+from anylaunch.runner.placement_input import (
+    CHECKPOINT_ROOT_HELP,
+    MAX_INFRA_RETRIES_HELP,
+    TARGETS_HELP,
+    placement_from_data,
+    target_as_data,
+)
 from anylaunch.runner.session import AppSession, cancel_app, logger_sink
 from anylaunch.runner.session_options import SECONDS_OPTION_NAMES
 from anylaunch.runner.watch import Lost, RunTimedOut, StartupTimedOut
@@ -260,20 +266,15 @@ class AnylaunchJob(JobBlock[dict[str, Any]]):
     )
     targets: list[AnylaunchTarget] | None = Field(
         default=None,
-        description="Placement instead of scheduler: ordered targets, each a scheduler name "
-        "or {scheduler, cfg, startup_timeout}. The app runs on the first whose capacity is not "
-        "'no' and moves to the next when it cannot start there.",
+        description=TARGETS_HELP,
     )
     max_infra_retries: int = Field(
         default=0,
-        description="With targets: relaunches after the platform lost the app (node lost, "
-        "preempted); an application failure is never relaunched.",
+        description=MAX_INFRA_RETRIES_HELP,
     )
     checkpoint_root: str | None = Field(
         default=None,
-        description="With targets: fsspec URL of the placement record and of "
-        "ANYLAUNCH_CHECKPOINT_URL (default: $ANYLAUNCH_CHECKPOINT_ROOT, then "
-        "~/.anylaunch/placements).",
+        description=CHECKPOINT_ROOT_HELP,
     )
 
     def __init__(self, *args: Any, **data: Any) -> None:
