@@ -2,7 +2,9 @@
 
 import os
 import signal
+from collections.abc import Iterator
 
+import pytest
 from hypothesis import settings
 
 # Each test's local_cwd state dir gets its own warm fork-server; let idle ones exit soon after
@@ -22,3 +24,21 @@ if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
 settings.register_profile("ci", derandomize=True, deadline=None, print_blob=True)
 if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
     settings.load_profile("ci")
+
+
+@pytest.fixture(autouse=True)
+def _close_the_local_change_feeds_of_the_test(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Closes the local_cwd change feeds of state roots inside the test's own tmp_path once it
+    ended. A process keeps one feed (one inotify instance) per state root for its lifetime:
+    a service has one root, but this suite makes a root per test, and the kernel allows 128
+    inotify instances per user."""
+    yield
+    tmp_path = request.node.funcargs.get("tmp_path") if hasattr(request.node, "funcargs") else None
+    if tmp_path is None:
+        return
+    from anylaunch.schedulers.local import changes
+
+    inside = str(tmp_path) + os.sep
+    for root, feed in list(changes._feeds.items()):
+        if root.startswith(inside):
+            feed.close()

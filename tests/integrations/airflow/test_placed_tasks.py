@@ -40,6 +40,10 @@ def fulllocal(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Path]
     registry.cache_clear()
     yield root
     monkeypatch.undo()  # the plugin off sys.path before the registry is read again
+    # an imported namespace package keeps a path it no longer finds on sys.path: forget it,
+    # so later discovery (the docs' scheduler pages) sees no fulllocal
+    for name in [m for m in sys.modules if m.split(".")[0] == "anylaunch_plugins"]:
+        del sys.modules[name]
     registry.cache_clear()
 
 

@@ -2,6 +2,7 @@
 ``archive_url``, a markdown artifact); ``wait_for_app`` on an app whose backend forgot it
 reads its outcome and every line from the archive instead of failing it as lost."""
 
+import os
 from pathlib import Path
 from typing import Any, Dict
 
@@ -62,6 +63,11 @@ def test_a_tracker_that_cannot_be_read_is_a_warning_not_a_failed_task(
     tracking, _ = configure(monkeypatch, isolated)
     factory = "tests.integrations.tracked_apps:unreadable"
     monkeypatch.setenv("ANYLAUNCH_TRACKERS", factory)
+    # the job builds its tracker from tests/ too, however the suite itself was launched
+    root = str(Path(__file__).resolve().parents[3])
+    monkeypatch.setenv(
+        "PYTHONPATH", os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))
+    )
     monkeypatch.setenv(
         "ANYLAUNCH_TRACKER_TESTS_INTEGRATIONS_TRACKED_APPS_UNREADABLE_CONFIG", str(tracking)
     )
