@@ -262,3 +262,15 @@ def test_a_failed_archive_write_warns_and_never_fails_the_status(
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert len(warnings) == 1 and f"could not archive {handle}" in warnings[0], warnings
     assert blocker.read_text() == ""
+
+
+def test_note_secrets_refuses_what_is_not_a_handle_and_a_redactor() -> None:
+    from anylaunch.runner import get_runner
+    from anylaunch.specs.errors import InvalidSpecError, MalformedAppHandleException
+    from anylaunch.specs.secrets import Redactor
+
+    with get_runner() as runner:
+        with pytest.raises(MalformedAppHandleException):
+            runner.note_secrets("not a handle", Redactor(["s3cr3t-value"]))
+        with pytest.raises(InvalidSpecError, match="secrets"):
+            runner.note_secrets("local_cwd://s/app-1", ["s3cr3t-value"])  # type: ignore[arg-type]

@@ -149,6 +149,8 @@ class Runner(Closing):
     def note_secrets(self, app_handle: AppHandle, secrets: Redactor) -> None:
         """Secrets the caller knows for the app (an engine's declared secret env), masked in
         everything this runner writes about it (the archive) besides the built-in names."""
+        parse_app_handle(app_handle)  # a malformed handle names its fix
+        check_type("secrets", secrets, Redactor, "must be a Redactor", "pass Redactor([...])")
         if self._archive is not None:
             self._archive.note_secrets(app_handle, secrets)
 

@@ -447,8 +447,25 @@ class AppWatch:
             )
         except AnylaunchError as e:
             # an invalid request (scheduler, run options, app) does not get better by retrying
-            raise failure(
-                f"invalid request: {e}",
+            raise self._refused(e, invalid=True) from e
+        self.context.log.info(
+            f"anylaunch request for scheduler {self.settings.scheduler}:\n" + self.mask(str(info))
+        )
+        try:
+            handle = runner.schedule(info)
+        except AnylaunchError as e:  # e.g. the scheduler is unreachable: a retry may work
+            raise self._refused(e, invalid=False) from e
+        self.handle = handle
+        self._record_launch(runner, handle)
+        return handle, _replicas(app)
+
+    def _refused(self, error: AnylaunchError, *, invalid: bool) -> dg.Failure:
+        """The step's failure when the launch is refused: an invalid request (scheduler, run
+        options, app) does not get better by retrying; anything else (an unreachable
+        scheduler) may."""
+        if invalid:
+            return failure(
+                f"invalid request: {error}",
                 None,
                 None,
                 (),
@@ -456,19 +473,10 @@ class AppWatch:
                 self.mask,
                 allow_retries=False,
                 reason="invalid",
-            ) from e
-        self.context.log.info(
-            f"anylaunch request for scheduler {self.settings.scheduler}:\n" + self.mask(str(info))
+            )
+        return failure(
+            f"could not launch the app: {error}", None, None, (), 0.0, self.mask, reason="launch"
         )
-        try:
-            handle = runner.schedule(info)
-        except AnylaunchError as e:  # e.g. the scheduler is unreachable: a retry may work
-            raise failure(
-                f"could not launch the app: {e}", None, None, (), 0.0, self.mask, reason="launch"
-            ) from e
-        self.handle = handle
-        self._record_launch(runner, handle)
-        return handle, _replicas(app)
 
     def _place(
         self, runner: Runner, app: AppDef, placement: Placement, workspace: str | Workspace | None
@@ -483,20 +491,9 @@ class AppWatch:
         except NoTargetCanRunError as e:  # capacity may free up: a retry may place it
             raise failure(str(e), None, None, (), 0.0, self.mask, reason="launch") from e
         except InvalidSpecError as e:  # the request itself: retrying does not help
-            raise failure(
-                f"invalid request: {e}",
-                None,
-                None,
-                (),
-                0.0,
-                self.mask,
-                allow_retries=False,
-                reason="invalid",
-            ) from e
+            raise self._refused(e, invalid=True) from e
         except AnylaunchError as e:
-            raise failure(
-                f"could not launch the app: {e}", None, None, (), 0.0, self.mask, reason="launch"
-            ) from e
+            raise self._refused(e, invalid=False) from e
 
     # --- the whole lifecycle -----------------------------------------------------------
 
