@@ -126,9 +126,15 @@ def test_int_round_trip(n: int) -> None:
     assert runopt(None, int, False, "").cast_to_type(str(n)) == n
 
 
-@given(st.floats(allow_nan=False))
+@given(st.floats(allow_nan=False, allow_infinity=False))
 def test_float_round_trip(x: float) -> None:
     assert runopt(None, float, False, "").cast_to_type(repr(x)) == x
+
+
+@pytest.mark.parametrize("text", ["nan", "inf", "-inf", "Infinity", "NaN"])
+def test_float_refuses_non_finite_text(text: str) -> None:
+    with pytest.raises(ValueError, match="finite"):
+        runopt(None, float, False, "").cast_to_type(text)
 
 
 @given(st.booleans())

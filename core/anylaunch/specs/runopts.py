@@ -97,7 +97,12 @@ class runopt:
         if tp is int:
             return int(value)
         if tp is float:
-            return float(value)
+            number = float(value)
+            if not math.isfinite(number):
+                raise ValueError(
+                    f"{value!r} is not a finite number (NaN and infinities cannot work)"
+                )
+            return number
         if _is_list_type(tp):
             return _split_items(value)
         if _is_dict_type(tp):
@@ -376,7 +381,19 @@ class runopts:
         {'FOO': ['v1']}
         >>> opts.cfg_from_str("FOO=v1;v2;BAR=v3")
         {'FOO': ['v1', 'v2'], 'BAR': 'v3'}
+
+        Raises:
+            InvalidRunConfigException: ``cfg_str`` is not a str, is not ``K=V`` pairs, or a
+                value does not cast to its option's type (floats must be finite).
         """
+        check_type(
+            "cfg",
+            cfg_str,
+            str,
+            "must be the options as one str of KEY=VALUE pairs",
+            "pass e.g. 'log_dir=/tmp/logs,priority=2' (or '' for none)",
+            error=InvalidRunConfigException,
+        )
         if not cfg_str.strip():
             return {}
         cfg: dict[str, CfgVal] = {}
@@ -389,7 +406,7 @@ class runopts:
             except (TypeError, ValueError) as e:
                 raise InvalidRunConfigException(
                     canonical,
-                    raw,
+                    _shown(canonical, raw),
                     str(e),
                     f"pass a {get_type_name(self._opts[canonical].opt_type)}",
                 ) from None
