@@ -312,6 +312,48 @@ def _file_message(description: str, line: int = 0, char: int = 0) -> LinterMessa
     return LinterMessage(name="validate", description=description, line=line, char=char)
 
 
+def _checked_path(path: object) -> str:
+    """``path`` as a str if it names a file (a non-empty str or str path object without NUL)."""
+    import os
+
+    text = os.fspath(path) if isinstance(path, os.PathLike) else path
+    if not isinstance(text, str):
+        raise InvalidSpecError(
+            "path",
+            f"<{type(path).__name__}>",
+            "must be the path of a Python file (a str or pathlib.Path)",
+            "pass e.g. 'components/train.py'",
+        )
+    if not text.strip() or "\x00" in text:
+        raise InvalidSpecError(
+            "path",
+            text,
+            "is empty or holds a NUL byte, so it names no file",
+            "pass the component file's path, e.g. 'components/train.py'",
+        )
+    return text
+
+
+def _checked_validators(validators: object) -> list[ComponentFunctionValidator]:
+    if validators is None:
+        return _default_validators()
+    if isinstance(validators, (list, tuple)) and all(
+        isinstance(v, ComponentFunctionValidator) for v in validators
+    ):
+        return list(validators)
+    shown = (
+        [type(v).__name__ for v in validators]
+        if isinstance(validators, (list, tuple))
+        else f"<{type(validators).__name__}>"
+    )
+    raise InvalidSpecError(
+        "validators",
+        shown,
+        "must be a list of ComponentFunctionValidator instances, or None",
+        "pass e.g. [DocstringValidator(), ArgTypeValidator()] (None: the default rules)",
+    )
+
+
 def validate(
     path: str | PathLike[str],
     component_function: str,
@@ -339,7 +381,14 @@ def validate(
 
     Returns:
         the problems found; empty if the function complies
+
+    Raises:
+        InvalidSpecError: ``path`` is not a str or path object naming a file,
+            ``component_function`` is not a function name, or ``validators`` is not a list
+            of validators
     """
+    path = _checked_path(path)
+    rules = _checked_validators(validators)
     if not isinstance(component_function, str) or not component_function.isidentifier():
         raise InvalidSpecError(
             "component_function",
@@ -383,7 +432,7 @@ def validate(
                 )
             )
             continue
-        for validator in _default_validators() if validators is None else validators:
+        for validator in rules:
             messages += validator.validate(fn)
     return messages
 
@@ -487,7 +536,17 @@ def parse_fn_docstring(docstring: str) -> tuple[str, dict[str, str]]:
 
     Returns:
         the description and a map from argument name to its description
+
+    Raises:
+        InvalidSpecError: ``docstring`` is not a str
     """
+    if not isinstance(docstring, str):
+        raise InvalidSpecError(
+            "docstring",
+            f"<{type(docstring).__name__}>",
+            "must be the docstring's text (a str)",
+            "pass e.g. inspect.getdoc(fn) or '' (for a function without one)",
+        )
     lines = inspect.cleandoc(docstring).splitlines()
     description: list[str] = []
     args: dict[str, str] = {}
