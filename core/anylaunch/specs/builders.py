@@ -29,7 +29,8 @@ from anylaunch.specs.api import AppDef
 from anylaunch.specs.builder_values import SUPPORTED, ValueSpec, coerce_value, unwrap_optional
 from anylaunch.specs.builder_values import value_spec as _value_spec
 from anylaunch.specs.checks import check_type
-from anylaunch.specs.errors import InvalidSpecError, did_you_mean
+from anylaunch.specs.component_errors import ComponentRaisedError, secret_arguments
+from anylaunch.specs.errors import AnylaunchError, InvalidSpecError, did_you_mean
 from anylaunch.specs.file_linter import get_fn_docstring, parse_fn_docstring
 from anylaunch.specs.handles import make_app_handle
 from anylaunch.specs.mounts import BindMount, DeviceMount, MountType, VolumeMount, parse_mounts
@@ -41,6 +42,7 @@ __all__ = [
     "BindMount",
     "ComponentArgs",
     "ComponentArgsError",
+    "ComponentRaisedError",
     "ComponentTypeError",
     "DeviceMount",
     "MountType",
@@ -581,12 +583,19 @@ def materialize_appdef(
         ComponentArgsError: if the arguments do not match the component's parameters
         ComponentTypeError: if the component takes ``**kwargs`` or does not return an
             AppDef (also a TypeError)
+        ComponentRaisedError: if the component's body raised (naming the line that raised)
         InvalidSpecError: if the component's signature, ``cmpnt_defaults`` or ``config``
             cannot work
     """
     cmpnt_defaults = _pick_defaults(cmpnt_defaults, defaults)
     args = component_args_from_str(component_fn, cli_args, cmpnt_defaults, config)
-    app = component_fn(*args.positional_args.values(), *args.var_args, **args.kwargs)
+    try:
+        app = component_fn(*args.positional_args.values(), *args.var_args, **args.kwargs)
+    except AnylaunchError:
+        raise  # already names its field and the fix (e.g. a Role the component built)
+    except Exception as e:
+        given = {**args.positional_args, **args.kwargs}
+        raise ComponentRaisedError(component_fn, e, secret_arguments(given)) from e
     if not isinstance(app, AppDef):
         name = _component_name(component_fn)
         raise ComponentTypeError(
