@@ -269,6 +269,11 @@ def component_cli_args(component_fn: Any, args: Mapping[str, object]) -> list[st
     >>> def fn(msg: str, flag: bool = False, *rest: str) -> None: ...
     >>> component_cli_args(fn, {"msg": "hi", "flag": True, "rest": ["a", "b"]})
     ['--msg=hi', '--flag=true', '--', 'a', 'b']
+
+    Raises:
+        InvalidSpecError: a key is not a parameter name, or a value has no command-line
+            form: not a str, int, finite float or bool (nor, for a list, tuple or dict
+            parameter, a list, tuple or dict of those), naming ``component_args[key]``
     """
 
     varargs = next(
@@ -289,6 +294,7 @@ def component_cli_args(component_fn: Any, args: Mapping[str, object]) -> list[st
             return ",".join(f"{as_cli(k)}={as_cli(v)}" for k, v in value.items())
         return str(value)
 
+    hints = _hints_or_none(component_fn)
     cli: list[str] = []
     rest: list[str] = []
     for key, value in args.items():
@@ -298,6 +304,9 @@ def component_cli_args(component_fn: Any, args: Mapping[str, object]) -> list[st
             )
         if value is None:
             continue
+        _check_arg(
+            key, value, key == varargs, unwrap_optional(hints.get(key, inspect.Parameter.empty))
+        )
         if key == varargs:
             items = value if isinstance(value, (list, tuple)) else [value]
             rest = ["--", *(as_cli(v) for v in items)]
@@ -305,3 +314,49 @@ def component_cli_args(component_fn: Any, args: Mapping[str, object]) -> list[st
             # --name=value keeps values that start with '-' from reading as options
             cli.append(f"--{key}={as_cli(value)}")
     return cli + rest
+
+
+def _hints_or_none(component_fn: Any) -> dict[str, Any]:
+    """The component's resolved annotations; ``{}`` if they do not resolve (the builder
+    reports that itself, naming the component)."""
+    try:
+        return typing.get_type_hints(component_fn)
+    except Exception:
+        return {}
+
+
+_SCALARS = (str, int, float, bool)
+_CONTAINERS = (list, tuple, dict)
+
+
+def _scalar_problem(value: object) -> str | None:
+    """Why ``value`` has no command-line form as one value (None: it has one)."""
+    if not isinstance(value, _SCALARS):
+        return f"{type(value).__name__} values have no command-line form"
+    if isinstance(value, float) and not math.isfinite(value):
+        return "must be a finite number (NaN and infinities cannot work)"
+    return None
+
+
+def _check_arg(key: str, value: object, is_varargs: bool, annotation: Any) -> None:
+    """Refuses a ``{param: value}`` value that the command line cannot carry."""
+    field = f"component_args[{key!r}]"
+    fix = "pass a str, int, float or bool (a list or dict of those for a list or dict parameter)"
+    if isinstance(value, _CONTAINERS):
+        if annotation in _PRIMITIVES and not is_varargs:
+            raise InvalidSpecError(
+                field,
+                f"<{type(value).__name__}>",
+                f"parameter {key!r} takes one {_PRIMITIVES[annotation]}, not a "
+                f"{type(value).__name__}",
+                f"pass one {_PRIMITIVES[annotation]} value, e.g. {{{key!r}: '...'}}",
+            )
+        items = [*value.keys(), *value.values()] if isinstance(value, dict) else list(value)
+        for item in items:
+            problem = _scalar_problem(item)
+            if problem is not None:
+                raise InvalidSpecError(field, f"<{type(item).__name__} item>", problem, fix)
+        return
+    problem = _scalar_problem(value)
+    if problem is not None:
+        raise InvalidSpecError(field, f"<{type(value).__name__}>", problem, fix)
