@@ -112,11 +112,37 @@ def _check_optional(field_name: str, value: object, *, positive: bool = False) -
     return None if value is None else check_seconds(field_name, value, positive=positive)
 
 
+def _check_interval_name(interval_name: object) -> None:
+    if not isinstance(interval_name, str) or not interval_name:
+        raise InvalidSpecError(
+            "interval_name", interval_name, "must be a non-empty str", "e.g. 'wait_interval'"
+        )
+
+
+def _checked_names(option_names: object, interval_name: object) -> tuple[str, str]:
+    """The caller's names of the startup and run timeouts, checked (they name its errors)."""
+    _check_interval_name(interval_name)
+    if (
+        not isinstance(option_names, tuple)
+        or len(option_names) != 2
+        or not all(isinstance(n, str) and n for n in option_names)
+    ):
+        raise InvalidSpecError(
+            "option_names",
+            option_names,
+            "must be two non-empty names (the startup timeout's, the run timeout's)",
+            "e.g. ('startup_timeout_s', 'run_timeout_s')",
+        )
+    return option_names[0], option_names[1]
+
+
 def poll_intervals(
     cap: float,
     initial: float = INITIAL_POLL_S,
     factor: float = 2.0,
     rng: random.Random | None = None,
+    *,
+    interval_name: str = "cap",
 ) -> Iterator[float]:
     """Yields sleep times for status polling: exponential backoff from ``initial``, capped at
     ``cap``, each jittered down to between half and all of its step so that many waiters do
@@ -126,8 +152,23 @@ def poll_intervals(
     >>> delays = list(itertools.islice(poll_intervals(2.0, rng=random.Random(0)), 10))
     >>> all(0.05 <= d <= 2.0 for d in delays), delays[0] <= 0.1, delays[-1] >= 1.0
     (True, True, True)
+    >>> poll_intervals(float("inf"), interval_name="wait_interval")
+    Traceback (most recent call last):
+    ...
+    anylaunch.specs.errors.InvalidSpecError: wait_interval=inf is invalid: ...
+
+    Args:
+        cap: the longest delay, in seconds (> 0)
+        initial: the first step, in seconds (> 0)
+        factor: how much each step grows (>= 1)
+        rng: the jitter's random source (tests pass a seeded one)
+        interval_name: how the caller names ``cap`` (e.g. ``"wait_interval"``), for its error
+
+    Raises:
+        InvalidSpecError: an argument cannot work, naming it
     """
-    cap = check_seconds("cap", cap, positive=True)
+    _check_interval_name(interval_name)
+    cap = check_seconds(interval_name, cap, positive=True)
     initial = check_seconds("initial", initial, positive=True)
     if isinstance(factor, bool) or not isinstance(factor, (int, float)) or not 1 <= factor < 1e6:
         raise InvalidSpecError("factor", factor, "must be a number >= 1", "pass e.g. 2")
@@ -286,9 +327,11 @@ class WatchPolicy:
         option_names: tuple[str, str] = ("startup_timeout", "run_timeout"),
         interval_name: str = "poll_interval",
     ) -> None:
+        startup_name, run_name = _checked_names(option_names, interval_name)
         self.poll_interval = check_seconds(interval_name, poll_interval, positive=True)
-        self.startup_timeout = _check_optional("startup_timeout", startup_timeout)
-        self.run_timeout = _check_optional("run_timeout", run_timeout)
+        # named as the caller names them (e.g. Prefect's startup_timeout_s), not as we do
+        self.startup_timeout = _check_optional(startup_name, startup_timeout)
+        self.run_timeout = _check_optional(run_name, run_timeout)
         start_deadline = _check_optional("startup_deadline", startup_deadline)
         finish_deadline = _check_optional("run_deadline", run_deadline)
         if isinstance(max_poll_errors, bool) or not isinstance(max_poll_errors, int):
