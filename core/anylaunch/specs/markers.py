@@ -6,5 +6,5 @@ __all__ = ["ALL", "MISSING", "NONE"]
 MISSING: str = "<MISSING>"
 #: Placeholder for "no value" in string fields (e.g. no structured error).
 NONE: str = "<NONE>"
-#: Selects all roles/replicas where a filter is accepted.
-ALL: str = "ALL"
+#: Matches every scheduler backend (TorchX's ``"all"``, its ``"*"`` backend).
+ALL: str = "all"
