@@ -259,8 +259,23 @@ def test_requeue_retries_until_success(sched: SlurmScheduler, tmp_path: Path) ->
 
 
 def test_retries_of_a_het_job_run_out(sched: SlurmScheduler, tmp_path: Path) -> None:
-    failing = py_role("w", "import sys; print('try'); sys.exit(4)", max_retries=1)
-    other = py_role("ps", "print('ps')")
+    # --kill-on-bad-exit stops "ps" as soon as "w" fails: "w" fails only once this attempt's
+    # "ps" has printed (a marker per attempt), else whether "ps" got to print is a race
+    sync = tmp_path / "sync"
+    sync.mkdir()
+    attempt = "import sys, time; from pathlib import Path; d = Path(sys.argv[1]); "
+    fail = (
+        attempt + "n = len(list(d.glob('w-*'))); (d / f'w-{n}').touch(); print('try'); "
+        "deadline = time.monotonic() + 120\n"
+        "while not (d / f'ps-{n}').exists() and time.monotonic() < deadline: time.sleep(0.1)\n"
+        "sys.exit(4)"
+    )
+    show = (
+        attempt + "n = len(list(d.glob('ps-*'))); print('ps', flush=True); "
+        "(d / f'ps-{n}').touch(); time.sleep(120)"
+    )
+    failing = py_role("w", fail, str(sync), max_retries=1)
+    other = py_role("ps", show, str(sync))
     app_id, desc = run_app(sched, AppDef("retry-out", [failing, other]), tmp_path / "job")
     assert desc.state == AppState.FAILED, desc
     assert "exit code 4" in desc.msg
