@@ -269,6 +269,7 @@ def test_dump_prefills_optional_options_with_their_defaults(tmp_path: Path) -> N
     dump(out, schedulers=["cfgparity"])
     text = out.getvalue()
     assert _items(text, "cfgparity") == {
+        "archive_url": "None",  # the option every scheduler takes
         "queue": "FIXME",
         "account": "None",
         "empty_tags": "None",

@@ -612,7 +612,9 @@ def test_cfg_from_str_casts_and_rejects_unknown_keys(backend: ProcBackend) -> No
         assert "Did you mean 'verbose'?" in str(err.value)
         with pytest.raises(InvalidRunConfigException):
             runner.cfg_from_str("proc", "verbose=maybe")
+        # the scheduler's own options, and the one every scheduler takes for the runner
         assert {name for name, _ in runner.scheduler_run_opts("proc")} == {
+            "archive_url",
             "tag",
             "tags",
             "verbose",

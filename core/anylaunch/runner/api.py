@@ -24,11 +24,13 @@ from anylaunch.runner.errors import AppWaitTimeoutError
 from anylaunch.runner.events.runner_hooks import recorded
 from anylaunch.schedulers import get_scheduler_factories
 from anylaunch.schedulers.api import (
+    ARCHIVE_URL_OPT,
     DescribeAppResponse,
     ListAppResponse,
     Scheduler,
     SchedulerFactory,
     Stream,
+    backend_cfg,
 )
 from anylaunch.schedulers.common.capacity import Capacity
 from anylaunch.schedulers.common.changes import ChangeFeed
@@ -140,19 +142,17 @@ class Runner(Closing):
         return PlacedApps(self)
 
     @functools.cached_property
-    def _archive(self) -> ArchiveKeeper | None:
+    def _archive(self) -> ArchiveKeeper:
         from anylaunch.runner.archive import ArchiveKeeper, configured_archive
 
-        archive = configured_archive()
-        return ArchiveKeeper(self, archive) if archive is not None else None
+        return ArchiveKeeper(self, configured_archive())
 
     def note_secrets(self, app_handle: AppHandle, secrets: Redactor) -> None:
         """Secrets the caller knows for the app (an engine's declared secret env), masked in
         everything this runner writes about it (the archive) besides the built-in names."""
         parse_app_handle(app_handle)  # a malformed handle names its fix
         check_type("secrets", secrets, Redactor, "must be a Redactor", "pass Redactor([...])")
-        if self._archive is not None:
-            self._archive.note_secrets(app_handle, secrets)
+        self._archive.note_secrets(app_handle, secrets)
 
     @property
     def session_name(self) -> str:
@@ -354,6 +354,8 @@ class Runner(Closing):
         sched = self._scheduler(scheduler)
         sched.check_array_support(app)
         resolved = self.resolve_cfg(scheduler, cfg)
+        self._archive.for_run(app, resolved.get(ARCHIVE_URL_OPT))
+        resolved = backend_cfg(resolved)
 
         sched._pre_build_validate(app, scheduler, resolved)
         self._build_workspace(sched, app, workspace, resolved)
@@ -411,7 +413,7 @@ class Runner(Closing):
         app = copy.deepcopy(app)
         app.validate()
         sched = self._scheduler(scheduler)
-        resolved = self.resolve_cfg(scheduler, cfg)
+        resolved = backend_cfg(self.resolve_cfg(scheduler, cfg))
         sched._pre_build_validate(app, scheduler, resolved)
         sched._validate(app, scheduler, resolved)
         try:
@@ -463,8 +465,7 @@ class Runner(Closing):
         app_id = self._scheduler(scheduler).schedule(dryrun_info)
         handle = make_app_handle(scheduler, self._name, app_id)
         self._apps[handle] = app
-        if self._archive is not None:
-            self._archive.submitted(handle, app, str(dryrun_info))
+        self._archive.submitted(handle, app, str(dryrun_info))
         logger.info("launched %s", handle)
         return handle
 
@@ -535,7 +536,7 @@ class Runner(Closing):
         """The one conversion of a describe response into the status callers see."""
         if desc is None:
             self._apps.pop(app_handle, None)  # gone from the scheduler: forget it here too
-            return self._archive.status(app_handle) if self._archive is not None else None
+            return self._archive.status(app_handle)
         status = AppStatus(
             state=desc.state,
             num_restarts=desc.num_restarts,
@@ -545,8 +546,8 @@ class Runner(Closing):
             roles=desc.roles_statuses,
             array=desc.array,
         )
-        if status.is_terminal() and self._archive is not None:
-            self._archive.ended(app_handle, status)
+        if status.is_terminal():
+            self._archive.ended(app_handle, status, desc.roles)
         return status
 
     def wait(
@@ -618,7 +619,7 @@ class Runner(Closing):
         cached = self._apps.get(app_handle)
         if desc is None:
             self._apps.pop(app_handle, None)
-            return self._archive.app(app_handle) if self._archive is not None else None
+            return self._archive.app(app_handle)
         from anylaunch.runner.array_results import described_app
 
         return described_app(desc, cached, app_id)
@@ -648,10 +649,11 @@ class Runner(Closing):
         if isinstance(k, bool) or not isinstance(k, int) or k < 0:
             raise InvalidSpecError("k", k, "must be a replica index >= 0", "e.g. k=0")
         sched, app_id = self._scheduler_app_id(app_handle)
-        desc, keeper = sched.describe(app_id), self._archive
+        desc = sched.describe(app_id)
         # an ended app's archived logs outlive the backend's (purged files, expired streams)
-        if keeper is not None and (desc is None or is_terminal(desc.state)):
-            archived = keeper.log_lines(app_handle, role_name, k, regex, streams)
+        if desc is None or is_terminal(desc.state):
+            roles = () if desc is None else desc.roles
+            archived = self._archive.log_lines(app_handle, role_name, k, regex, streams, roles)
             if archived is not None:
                 return archived
         if desc is None:

@@ -40,11 +40,12 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from anylaunch.specs.api import AppDef, AppHandle, AppStatus, parse_app_handle
+from anylaunch.specs.api import AppDef, AppHandle, AppStatus, Role, parse_app_handle
 from anylaunch.specs.errors import InvalidSpecError
+from anylaunch.specs.runopts import CfgVal
 from anylaunch.specs.secrets import Redactor
 
 if TYPE_CHECKING:
@@ -318,16 +319,52 @@ class Archive:
 
 class ArchiveKeeper:
     """A Runner's side of the archive: writes the record of each app it sees end (once),
-    and answers for apps their scheduler forgot (saying so once)."""
+    and answers for apps their scheduler forgot (saying so once).
 
-    def __init__(self, runner: Runner, archive: Archive) -> None:
+    An app's archive is the one its run named (the ``archive_url`` run option), else the
+    configured one (:func:`configured_archive`); the runner writes its URL into every role's
+    env (:data:`ARCHIVE_URL_ENV`), so the job and every process that describes the app find
+    the same archive, configured or not."""
+
+    def __init__(self, runner: Runner, archive: Archive | None) -> None:
         self.runner = runner
+        #: the configured archive (None: none configured)
         self.archive = archive
         #: the requests this runner submitted (archived with the app), by handle
         self.requests: dict[AppHandle, str] = {}
         #: secrets callers declared for an app (``Runner.note_secrets``)
         self.secrets: dict[AppHandle, Redactor] = {}
         self._seen: set[AppHandle] = set()
+        self._by_handle: dict[AppHandle, Archive] = {}
+
+    def for_run(self, app: AppDef, url: CfgVal) -> None:
+        """Names the archive of an app about to be dry-run: ``url`` (its ``archive_url`` run
+        option), else the configured archive, goes into every role's env.
+
+        Raises:
+            InvalidSpecError: ``url`` is not a durable fsspec URL (field ``cfg.archive_url``)
+        """
+        archive = self.archive if url is None else Archive(str(url), field="cfg.archive_url")
+        if archive is not None:
+            for role in app.roles:
+                role.env[ARCHIVE_URL_ENV] = archive.url
+
+    def _of(self, app_handle: AppHandle, roles: Sequence[Role] = ()) -> Archive | None:
+        """The app's archive: the one its roles' env names (as the runner wrote it), else the
+        configured one."""
+        known = self._by_handle.get(app_handle)
+        if known is not None:
+            return known
+        url = next((r.env[ARCHIVE_URL_ENV] for r in roles if r.env.get(ARCHIVE_URL_ENV)), None)
+        if url is None or (self.archive is not None and url.rstrip("/") == self.archive.url):
+            return self.archive
+        try:
+            archive = Archive(url, field=f"{ARCHIVE_URL_ENV} of {app_handle}")
+        except InvalidSpecError as e:  # written by someone else's runner: say it, keep going
+            logger.warning("%s names no usable archive: %s", app_handle, e)
+            return self.archive
+        self._by_handle[app_handle] = archive
+        return archive
 
     def submitted(self, app_handle: AppHandle, app: AppDef, request: str) -> None:
         """The runner submitted the app: its request goes into the record, and its secret env
@@ -335,6 +372,8 @@ class ArchiveKeeper:
         not be masked from a description)."""
         from anylaunch.specs.secrets import app_redactor
 
+        if self._of(app_handle, app.roles) is None:
+            return
         self.requests[app_handle] = request
         self.note_secrets(app_handle, app_redactor(app))
 
@@ -343,21 +382,27 @@ class ArchiveKeeper:
         known = self.secrets.get(app_handle)
         self.secrets[app_handle] = secrets if known is None else known | secrets
 
-    def ended(self, app_handle: AppHandle, status: AppStatus) -> None:
-        """The runner saw the app end: write its record unless it did already."""
+    def ended(self, app_handle: AppHandle, status: AppStatus, roles: Sequence[Role] = ()) -> None:
+        """The runner saw the app end (``roles``: as its scheduler describes them): write its
+        record unless it did already; once the record is complete, the scheduler may let go
+        of what it kept for it (:meth:`~anylaunch.schedulers.api.Scheduler.archived`)."""
         if app_handle in self._seen:
             return
         self._seen.add(app_handle)
+        archive = self._of(app_handle, roles)
+        if archive is None:
+            return
         from anylaunch.runner.events import record_action
 
         started = time.time()
         secrets = self.secrets.pop(app_handle, None)
         try:
-            wrote = self.archive.write(
+            wrote = archive.write(
                 self.runner, app_handle, status, secrets, self.requests.pop(app_handle, None)
             )
+            complete = wrote or archive.has(app_handle)
         except Exception as e:  # the archive is a record, never a reason to fail a status
-            logger.warning("could not archive %s at %s: %s", app_handle, self.archive, e)
+            logger.warning("could not archive %s at %s: %s", app_handle, archive, e)
             record_action(
                 "archive",
                 app_handle=app_handle,
@@ -372,17 +417,27 @@ class ArchiveKeeper:
                 "archive",
                 app_handle=app_handle,
                 state=status.state,
-                detail=self.archive.location(app_handle),
+                detail=archive.location(app_handle),
                 started_at=started,
                 secrets=secrets,
             )
+        if complete:
+            self._release(app_handle)
+
+    def _release(self, app_handle: AppHandle) -> None:
+        try:
+            sched, app_id = self.runner._scheduler_app_id(app_handle)
+            sched.archived(app_id)
+        except Exception as e:  # the record is safe; the backend keeps the app a while longer
+            logger.warning("%s is archived, but its scheduler kept its hold: %s", app_handle, e)
 
     def status(self, app_handle: AppHandle) -> AppStatus | None:
         """The archived end of an app its scheduler forgot (None: no record)."""
-        status = self.archive.status(app_handle)
-        if status is None:
+        archive = self._of(app_handle)
+        status = archive.status(app_handle) if archive is not None else None
+        if archive is None or status is None:
             return None
-        where = self.archive.location(app_handle)
+        where = archive.location(app_handle)
         if app_handle not in self._seen:
             self._seen.add(app_handle)
             logger.info("%s is gone from its scheduler: from the archive at %s", app_handle, where)
@@ -392,7 +447,8 @@ class ArchiveKeeper:
 
     def app(self, app_handle: AppHandle) -> AppDef | None:
         """The archived (masked) definition of an app its scheduler forgot."""
-        return self.archive.app(app_handle)
+        archive = self._of(app_handle)
+        return archive.app(app_handle) if archive is not None else None
 
     def log_lines(
         self,
@@ -401,14 +457,16 @@ class ArchiveKeeper:
         k: int,
         regex: str | None,
         streams: Stream | None,
+        roles: Sequence[Role] = (),
     ) -> list[str] | None:
-        """The archived lines of a replica of an app its scheduler forgot (None: no record)."""
+        """The archived lines of a replica of an ended app (None: no record)."""
         from anylaunch.schedulers.api import Stream, filter_regex
 
-        if not self.archive.has(app_handle):
+        archive = self._of(app_handle, roles)
+        if archive is None or not archive.has(app_handle):
             return None
         stream = None if streams in (None, Stream.COMBINED) else str(streams)
-        lines = self.archive.log_lines(app_handle, role, k, stream)
+        lines = archive.log_lines(app_handle, role, k, stream)
         return list(filter_regex(regex, lines)) if regex else lines
 
 

@@ -39,6 +39,7 @@ from anylaunch.runner.placement_store import (
     resolve_root,
 )
 from anylaunch.runner.watch import has_started
+from anylaunch.schedulers.api import backend_cfg
 from anylaunch.schedulers.common.app_ids import make_app_id
 from anylaunch.schedulers.common.capacity import CanRun
 from anylaunch.specs.api import AppDef, AppHandle, AppState, AppStatus, Workspace
@@ -165,7 +166,7 @@ class PlacedApps:
         app.validate()
         for target in placement.resolved_targets:  # bad input fails before any submission
             name = target.scheduler
-            resolved = self._runner.resolve_cfg(name, target.cfg)
+            resolved = backend_cfg(self._runner.resolve_cfg(name, target.cfg))
             sched = self._runner._scheduler(name)
             sched.check_array_support(app)
             sched._pre_build_validate(app, name, resolved)

@@ -34,7 +34,9 @@ from anylaunch.specs.runopts import CfgVal, runopts
 from anylaunch.specs.structured_opts import StructuredOpts
 
 __all__ = [
+    "ARCHIVE_URL_OPT",
     "CANCEL_REQUESTED",
+    "RUNNER_OPTS",
     "DescribeAppResponse",
     "ListAppResponse",
     "LogQuery",
@@ -42,6 +44,7 @@ __all__ = [
     "SchedulerFactory",
     "Stream",
     "StructuredOpts",
+    "backend_cfg",
     "filter_regex",
     "split_lines",
     "split_lines_iterator",
@@ -66,6 +69,23 @@ class Stream(str, Enum):
 
     def __str__(self) -> str:
         return self.value
+
+
+#: The run option every scheduler takes that names the app's archive (see
+#: :mod:`anylaunch.runner.archive`): the Runner acts on it, the backend's request never sees it.
+ARCHIVE_URL_OPT = "archive_url"
+#: Run options every scheduler takes that its runner acts on (stripped before the backend's
+#: :meth:`Scheduler._submit_dryrun`).
+RUNNER_OPTS = (ARCHIVE_URL_OPT,)
+
+
+def backend_cfg(cfg: Mapping[str, Any]) -> dict[str, Any]:
+    """``cfg`` without the runner's options (:data:`RUNNER_OPTS`): what a backend's hooks see.
+
+    >>> backend_cfg({"queue": "q", "archive_url": "s3://b/a"})
+    {'queue': 'q'}
+    """
+    return {k: v for k, v in cfg.items() if k not in RUNNER_OPTS}
 
 
 #: ``DescribeAppResponse.metadata`` key a backend sets (to ``"true"``) once someone asked to
@@ -152,7 +172,7 @@ class Scheduler(abc.ABC, Generic[T]):
                 (an :class:`~anylaunch.specs.errors.InvalidSpecError`).
             InvalidRunConfigException: ``cfg`` has an unknown, missing or mistyped option.
         """
-        resolved = self.run_opts().resolve(cfg if cfg is not None else {})  # type: ignore[arg-type]
+        resolved = backend_cfg(self.run_opts().resolve(cfg if cfg is not None else {}))  # type: ignore[arg-type]
         ws = as_workspace(workspace)
         if ws is not None:
             self._build_workspaces(app, ws, resolved)
@@ -195,7 +215,7 @@ class Scheduler(abc.ABC, Generic[T]):
         for role in app.roles:  # no backend can carry a NUL byte: reject it for all of them
             check_role_no_nul(role)
         resolved = self.run_opts().resolve(cfg if cfg is not None else {})  # type: ignore[arg-type]
-        dryrun_info = self._submit_dryrun(app, resolved)  # type: ignore[arg-type]
+        dryrun_info = self._submit_dryrun(app, backend_cfg(resolved))  # type: ignore[arg-type]
         for role in app.roles:
             dryrun_info = role.pre_proc(self.backend, dryrun_info)
         dryrun_info._app = app
@@ -266,7 +286,7 @@ class Scheduler(abc.ABC, Generic[T]):
         lists each scheduler's signal. ``cfg`` is resolved (``run_opts().resolve``).
         """
         self.check_array_support(app)
-        return self._check_capacity(app, cfg)
+        return self._check_capacity(app, backend_cfg(cfg))  # type: ignore[arg-type]
 
     def _check_capacity(self, app: AppDef, cfg: T) -> Capacity:
         """The backend's signal; by default there is none."""
@@ -313,6 +333,12 @@ class Scheduler(abc.ABC, Generic[T]):
 
         if isinstance(self, WorkspaceMixin):
             opts.update(self.workspace_opts())
+        opts.add(
+            ARCHIVE_URL_OPT,
+            type_=str,
+            help="fsspec URL of the archive that keeps the app's outcome and logs after it"
+            " ends (default: $ANYLAUNCH_ARCHIVE_URL, else [anylaunch] archive_url)",
+        )
         return opts
 
     def _run_opts(self) -> runopts:
@@ -408,6 +434,11 @@ class Scheduler(abc.ABC, Generic[T]):
         """Deletes the app from the scheduler's data plane, cancelling it first if it runs."""
         if self.exists(app_id):
             self._delete_existing(app_id)
+
+    def archived(self, app_id: str) -> None:
+        """The ended app's record is complete in its archive: let go of what the backend
+        keeps of the app only for the archive's sake (Kubernetes: the hold on its Jobs and
+        pods, which a TTL or a delete then removes). Idempotent; by default nothing."""
 
     def _delete_existing(self, app_id: str) -> None:
         """Removes an app that exists; by default cancels it if it still runs (a backend

@@ -35,6 +35,7 @@ from anylaunch.schedulers.api import (
     ListAppResponse,
     LogQuery,
     Scheduler,
+    backend_cfg,
 )
 from anylaunch.schedulers.common.app_ids import is_valid_app_id, make_app_id
 from anylaunch.schedulers.common.capacity import Capacity
@@ -309,7 +310,7 @@ class LocalScheduler(Scheduler[Mapping[str, CfgVal]]):
 
             raise UnknownAppException(f"{self.backend}://{self.session_name}/{app_id}")
         app, cfg, workdir = retry_app(request, indices)
-        resolved = self.run_opts().resolve(cfg)
+        resolved = backend_cfg(self.run_opts().resolve(cfg))
         return self.schedule(AppDryRunInfo(self._request(app, resolved, workdir), format_request))
 
     def schedule(self, dryrun_info: AppDryRunInfo[Any]) -> str:
