@@ -204,6 +204,18 @@ EOF
     # never restarted behind the back of whoever uses the cluster now
     echo "kubernetes: note: the running kube-apiserver writes no audit log until it is restarted"
   fi
+  # TTLAfterFinished (alpha in 1.20, on by default from 1.21): Jobs with ttlSecondsAfterFinished
+  # are deleted by the controller-manager, as on the clusters users run; the API server drops
+  # the field without the gate. A daemon started without it is restarted once, here.
+  local gates=--feature-gates=TTLAfterFinished=true d
+  for d in kube-apiserver kube-controller-manager; do
+    if _alive "$d" && ! grep -qa -- "$gates" "/proc/$(cat "$run/$d.pid")/cmdline"; then
+      echo "kubernetes: restarting $d with $gates"
+      kill "$(cat "$run/$d.pid")"
+      for _ in $(seq 40); do _alive "$d" || break; sleep 0.25; done
+      rm -f "$run/$d.pid"
+    fi
+  done
   if ! _alive kube-apiserver; then
     echo "kubernetes: starting kube-apiserver on https://127.0.0.1:6443"
     _spawn kube-apiserver "$bin/kube-apiserver" \
@@ -216,7 +228,7 @@ EOF
       --service-cluster-ip-range=10.96.0.0/16 --allow-privileged=true \
       --kubelet-preferred-address-types=InternalIP --profiling=false \
       --audit-policy-file="$state/audit-policy.yaml" --audit-log-path="$state/audit.log" \
-      --audit-log-format=json --audit-log-maxsize=100 --audit-log-maxbackup=2 --v=1
+      --audit-log-format=json --audit-log-maxsize=100 --audit-log-maxbackup=2 "$gates" --v=1
   fi
   _wait 90 _api_ok || _fail "kube-apiserver is not ready" kube-apiserver || return 1
 
@@ -226,7 +238,8 @@ EOF
     _spawn kube-controller-manager "$bin/kube-controller-manager" \
       --kubeconfig="$kubeconfig" --leader-elect=false --port=0 --bind-address=127.0.0.1 \
       --service-account-private-key-file="$pki/sa.key" --root-ca-file="$pki/ca.crt" \
-      --use-service-account-credentials=false --controllers='*,-csrsigning,-nodeipam' --v=1
+      --use-service-account-credentials=false --controllers='*,-csrsigning,-nodeipam' \
+      "$gates" --v=1
   fi
   if ! _alive kube-scheduler; then
     echo "kubernetes: starting kube-scheduler"

@@ -35,6 +35,7 @@ from anylaunch.schedulers.kubernetes.client import (
     KubeClient,
     KubernetesApiError,
 )
+from anylaunch.schedulers.kubernetes.hold import is_held
 from anylaunch.schedulers.kubernetes.logs import pod_log_lines
 from anylaunch.schedulers.kubernetes.names import (
     _CREATING_GRACE_S,
@@ -493,7 +494,10 @@ class KubernetesSchedulerBase(DockerWorkspaceMixin, Scheduler[Mapping[str, CfgVa
         selector = f"{self._selector()},{LABEL_APP_ID}={name}"
         for api_version, kind in self._workload_kinds(mode):
             for obj in client.list(api_version, kind, namespace, selector):
-                client.delete(api_version, kind, namespace, obj["metadata"]["name"], "Background")
+                # a Job held for the archive stays until its record is written: Foreground
+                # has the garbage collector stop its pods now (Background would wait for it)
+                propagation = "Foreground" if is_held(obj) else "Background"
+                client.delete(api_version, kind, namespace, obj["metadata"]["name"], propagation)
 
     def _delete_existing(self, app_id: str) -> None:
         """Deletes the workload (Background propagation) and the record ConfigMap, if any."""

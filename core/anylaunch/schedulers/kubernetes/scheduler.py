@@ -60,6 +60,7 @@ from anylaunch.schedulers.kubernetes.common import (
     KubernetesSchedulerBase,
     utc_now,
 )
+from anylaunch.schedulers.kubernetes.hold import hold, release, wants_hold
 from anylaunch.schedulers.kubernetes.names import (
     ANNOTATION_CANCELLED,
     ANNOTATION_RECORD,
@@ -109,6 +110,8 @@ VOLCANO_API_VERSION = "batch.volcano.sh/v1alpha1"
 JOB_OVERLAY_BLOCKLIST = ["metadata.name", "metadata.namespace", "spec.template", "spec.selector"]
 #: Volcano Job overlay fields anylaunch owns (task pods have the V1Pod overlay).
 VOLCANO_OVERLAY_BLOCKLIST = ["metadata.name", "metadata.namespace", "spec.tasks"]
+#: The longest Job TTL (ttlSecondsAfterFinished is an int32).
+_MAX_TTL_S = 2**31 - 1
 _SUGGESTION = "Role fields (image, entrypoint, args, env, resource, ...) set these"
 
 #: Volcano job phases → app states (Restarting/Completing are still on their way).
@@ -145,9 +148,27 @@ class KubernetesOpts(KubernetesCommonOpts):
     indexed_job: str = "auto"
     """Array apps (jobs mode): auto runs one Indexed Job on API servers >= 1.29 (asked at dryrun) and one Job per index below; yes or no decide without asking (offline dryruns)."""
 
+    ttl_seconds_after_finished: int | None = None
+    """Jobs mode: seconds after an app's Jobs finish until the cluster deletes them (the Job's ttlSecondsAfterFinished; needs Kubernetes >= 1.21, or the TTLAfterFinished gate). With an archive, the app's Jobs and pods are held until its record is written."""
+
     def check(self) -> None:
         """Raises InvalidRunConfigException for values no cluster accepts."""
         super().check()
+        ttl = self.ttl_seconds_after_finished
+        if ttl is not None and not 0 <= ttl <= _MAX_TTL_S:
+            raise InvalidRunConfigException(
+                "ttl_seconds_after_finished",
+                ttl,
+                f"must be between 0 and {_MAX_TTL_S} seconds (the API server's int32)",
+                "e.g. 3600, or leave it unset to keep finished Jobs",
+            )
+        if ttl is not None and self.mode != "jobs":
+            raise InvalidRunConfigException(
+                "ttl_seconds_after_finished",
+                ttl,
+                "is a batch/v1 Job field (jobs mode)",
+                "set mode=jobs, or drop ttl_seconds_after_finished",
+            )
         if self.mode not in MODES:
             raise InvalidRunConfigException(
                 "mode", self.mode, f"is not one of {', '.join(MODES)}", "use jobs or volcano"
@@ -201,7 +222,24 @@ class KubernetesScheduler(KubernetesSchedulerBase):
     def _render(self, app: AppDef, opts: KubernetesOpts) -> KubernetesRequest:
         if opts.mode == "volcano":
             return self._render_volcano(app, opts)
-        return self._render_jobs(app, opts)
+        request = self._render_jobs(app, opts)
+        hold(request.objects, opts.ttl_seconds_after_finished, wants_hold(app))
+        return request
+
+    def archived(self, app_id: str) -> None:
+        """Releases the archive's hold on the app's pods and Jobs (see
+        :mod:`~anylaunch.schedulers.kubernetes.hold`): a TTL or a delete removes them now."""
+        parsed = parse_app_id(app_id)
+        if parsed is None:
+            return
+        namespace, name = parsed
+        selector = f"{self._selector()},{LABEL_APP_ID}={name}"
+        release(self.client(), namespace, selector, [("v1", "Pod"), ("batch/v1", "Job")])
+
+    def _delete_existing(self, app_id: str) -> None:
+        """Deletes the app, and lets go of it if it was held for the archive."""
+        super()._delete_existing(app_id)
+        self.archived(app_id)
 
     def _render_jobs(self, app: AppDef, opts: KubernetesOpts) -> KubernetesRequest:
         if app.array is not None:
