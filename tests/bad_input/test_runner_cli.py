@@ -36,6 +36,22 @@ def component(lr: float = 0.1, steps: int = 10, name: str = "x") -> AppDef:
     return AppDef("c", [Role("w", ".", entrypoint="echo", args=[str(lr), str(steps), name])])
 
 
+def broken_component(name: str = "x") -> AppDef:
+    """A component whose body raises (issue 31).
+
+    Args:
+        name: a name
+    """
+    settings: dict[str, str] = {}
+    return AppDef(settings[name], [])
+
+
+def _float_opts() -> runopts:
+    opts = runopts()
+    opts.add("x", type_=float, default=1.0, help="a float option")
+    return opts
+
+
 CASES: list[Case] = [
     Case("session-empty", lambda: get_runner(""), "name"),
     Case("session-space", lambda: get_runner("my team"), "name"),
@@ -79,6 +95,62 @@ CASES: list[Case] = [
     Case("component-arg-not-int", lambda: materialize_appdef(component, ["--steps=ten"]), "steps"),
     Case("component-arg-unknown", lambda: materialize_appdef(component, ["--sterps=10"]), "sterps"),
     Case("component-arg-missing-value", lambda: materialize_appdef(component, ["--lr"]), "lr"),
+    # issue 31
+    Case("cfg_from_str-none", lambda: _float_opts().cfg_from_str(None), "cfg"),  # type: ignore[arg-type]
+    Case("cfg_from_str-int", lambda: _float_opts().cfg_from_str(3), "cfg"),  # type: ignore[arg-type]
+    Case("cfg_from_str-nan", lambda: _float_opts().cfg_from_str("x=nan"), "x"),
+    Case("cfg_from_str-inf", lambda: _float_opts().cfg_from_str("x=inf"), "x"),
+    Case("cfg_from_str-neg-inf", lambda: _float_opts().cfg_from_str("x=-inf"), "x"),
+    Case(
+        "runner-cfg_from_str-none",
+        lambda: _runner_call("cfg_from_str", "local_cwd", None),
+        "cfg",
+    ),
+    Case(
+        "component-body-raises",
+        lambda: materialize_appdef(broken_component, []),
+        "test_runner_cli.py:",  # the file and line that raised
+    ),
+    Case(
+        "component-body-raises-names-it",
+        lambda: materialize_appdef(broken_component, []),
+        "broken_component",
+    ),
+    Case(
+        "component-dict-arg-object",
+        lambda: _runner_call("dryrun_component", "utils.echo", {"msg": object()}, "local_cwd"),
+        "component_args['msg']",
+    ),
+    Case(
+        "component-dict-arg-list-for-str",
+        lambda: _runner_call("dryrun_component", "utils.echo", {"msg": ["a"]}, "local_cwd"),
+        "component_args['msg']",
+    ),
+    Case(
+        "component-dict-arg-bytes",
+        lambda: _runner_call("dryrun_component", "utils.echo", {"msg": b"hi"}, "local_cwd"),
+        "component_args['msg']",
+    ),
+    Case(
+        "component-dict-arg-nan",
+        lambda: _runner_call("dryrun_component", "utils.echo", {"msg": math.nan}, "local_cwd"),
+        "component_args['msg']",
+    ),
+    Case(
+        "wait-interval-negative",
+        lambda: _runner_call("wait", HANDLE, wait_interval=-1),
+        "wait_interval",
+    ),
+    Case(
+        "wait-interval-bool",
+        lambda: _runner_call("wait", HANDLE, wait_interval=True),
+        "wait_interval",
+    ),
+    Case(
+        "wait-interval-neg-inf",
+        lambda: _runner_call("wait", HANDLE, wait_interval=-math.inf),
+        "wait_interval",
+    ),
 ]
 
 

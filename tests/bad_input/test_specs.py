@@ -15,6 +15,7 @@ from anylaunch.specs import (
     parse_app_handle,
     parse_mounts,
 )
+from anylaunch.specs.file_linter import parse_fn_docstring, validate
 from tests.bad_input.conftest import Case, assert_rejected
 
 BAD_NAMES: list[tuple[str, Any]] = [
@@ -123,6 +124,15 @@ CASES += [
     Case(
         "status-roles-int", lambda: AppStatus.from_dict({"state": "RUNNING", "roles": [1]}), "data"
     ),
+    # issue 31: the component linter
+    Case("file_linter-path-none", lambda: validate(None, "fn"), "path"),  # type: ignore[arg-type]
+    Case("file_linter-path-int", lambda: validate(3, "fn"), "path"),  # type: ignore[arg-type]
+    Case("file_linter-path-bytes", lambda: validate(b"c.py", "fn"), "path"),  # type: ignore[arg-type]
+    Case("file_linter-path-empty", lambda: validate("", "fn"), "path"),
+    Case("file_linter-path-nul", lambda: validate("c\x00.py", "fn"), "path"),
+    Case("file_linter-fn-none", lambda: validate("c.py", None), "component_function"),  # type: ignore[arg-type]
+    Case("file_linter-validators-str", lambda: validate("c.py", "fn", "x"), "validators"),  # type: ignore[arg-type]
+    Case("file_linter-docstring-none", lambda: parse_fn_docstring(None), "docstring"),  # type: ignore[arg-type]
 ]
 
 
