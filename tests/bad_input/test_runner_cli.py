@@ -174,14 +174,26 @@ CLI = [
     ("reap-no-scheduler", ["reap", "--engine", "prefect"], "scheduler"),
     ("reap-airflow-without-url", ["reap", "-s", "local_cwd", "--engine", "airflow"], "airflow-url"),
     ("broken-component-file", ["run", "-s", "local_cwd", "BROKEN:fn"], "broken.py"),
+    ("raising-component-body", ["run", "-s", "local_cwd", "RAISES:fn"], "raises.py:10"),
 ]
+# a component whose body raises on its line 10 (the error names raises.py:10)
+RAISES = (
+    "from anylaunch.specs import AppDef\n"
+    "\n"
+    "\n"
+    "def fn(name: str = 'x') -> AppDef:\n"
+    '    """Raises.\n\n    Args:\n        name: a name\n    """\n'
+    "    return {}[name]\n"
+)
 
 
 @pytest.mark.parametrize(("argv", "field"), [pytest.param(a, f, id=i) for i, a, f in CLI])
 def test_cli_rejects_with_one_clear_line(argv: list[str], field: str, tmp_path: Path) -> None:
     broken = tmp_path / "broken.py"
     broken.write_text("def fn(:\n")
-    argv = [str(broken) + ":fn" if a == "BROKEN:fn" else a for a in argv]
+    (tmp_path / "raises.py").write_text(RAISES)
+    files = {"BROKEN:fn": str(broken) + ":fn", "RAISES:fn": str(tmp_path / "raises.py") + ":fn"}
+    argv = [files.get(a, a) for a in argv]
     result = subprocess.run(
         [str(Path(sys.executable).parent / "anylaunch"), *argv],
         capture_output=True,
