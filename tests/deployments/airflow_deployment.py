@@ -116,6 +116,7 @@ class AirflowDeployment:
             "anylaunch_deploy_slurm",
             "anylaunch_deploy_sweep",
             "anylaunch_deploy_placed",
+            "anylaunch_deploy_k8s_ttl",
         ):
             wait_until(
                 lambda dag_id=dag_id: self.get(f"/api/v2/dags/{dag_id}"),

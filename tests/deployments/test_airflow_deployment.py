@@ -20,6 +20,9 @@ from tests.deployments.airflow_deployment import AirflowDeployment
 from tests.deployments.conftest import app_ids
 from tests.deployments.postgres import Postgres
 from tests.deployments.processes import cmdline, wait_until
+from tests.schedulers.kubernetes.kube_cluster import kube_client, kube_namespace, kubelet
+
+__all__ = ["kube_client", "kube_namespace", "kubelet"]  # fixtures, asked for by name
 
 pytestmark = pytest.mark.slow
 
@@ -419,3 +422,74 @@ def test_sigkill_after_a_failover_reattaches_to_the_app_on_the_second_target(
     ]
     _no_app_left(airflow)
     assert all(_app_state(airflow, a) == "SUCCEEDED" for a in app_ids(airflow.state_dir, "placed"))
+
+
+def test_a_deferred_task_whose_job_a_ttl_deleted_unseen_fails_as_its_app_did(
+    airflow: AirflowDeployment, kube_client: Any, kube_namespace: str, kubelet: str, tmp_path: Path
+) -> None:
+    """A deferred task on Kubernetes whose Job has ``ttlSecondsAfterFinished: 0`` and an
+    archive. Once the trigger has streamed the app's lines, the triggerer is SIGKILLed; the
+    app exits 3, and the TTL controller deletes its Job while no process watches it. The
+    restarted triggerer still gets the end (the archive's hold kept the Job and pods), so the
+    task fails as the app did, naming its exit code, with every line in its log once; then
+    the record is in the archive and the cluster has removed the Job and its pods. (A
+    succeeding app takes the same path: tests/schedulers/kubernetes/test_kubernetes_archive_hold.py
+    covers the hold itself.)"""
+    from anylaunch.runner.archive import Archive
+    from anylaunch.schedulers.kubernetes.names import LABEL_APP_ID
+
+    dag_id = "anylaunch_deploy_k8s_ttl"
+    archive = (tmp_path / "archive").as_uri()
+    conf = {"exit_code": 3, "namespace": kube_namespace, "archive_url": archive}
+    run_id = airflow.trigger(dag_id, conf)
+    handle = str(
+        wait_until(
+            lambda: (
+                airflow.task_instance(dag_id, run_id)["state"] == "deferred"
+                and _xcom(airflow, dag_id, run_id, "app_handle")
+            ),
+            180,
+            "the task to defer with its app's handle",
+        )
+    )
+    name = handle.rsplit("/", 1)[1].split(":", 1)[1]
+    selector = f"{LABEL_APP_ID}={name}"
+
+    def objects() -> list[dict[str, Any]]:
+        return [
+            *kube_client.list("batch/v1", "Job", kube_namespace, selector),
+            *kube_client.list("v1", "Pod", kube_namespace, selector),
+        ]
+
+    # the API shows a deferred task's trigger log only once the trigger ended: read its file
+    folder = airflow.home / "logs" / f"dag_id={dag_id}" / f"run_id={run_id}" / "task_id=app"
+    wait_until(
+        lambda: any("ticker/0 tick 8" in p.read_text() for p in folder.glob("*.log.trigger.*")),
+        180,
+        "the trigger to stream the app's last line",
+        interval=1,
+    )
+    pods = [o for o in objects() if "hostIP" in o.get("status", {})]
+    assert pods and all(p["status"]["phase"] == "Running" for p in pods), pods  # not ended yet
+    triggerer = airflow.daemons["triggerer"]
+    os.killpg(triggerer.pid, signal.SIGKILL)
+    triggerer.process.wait(30)
+    # the app ends, and the TTL deletes its Job (the GC its pods) while nobody watches
+    wait_until(
+        lambda: (found := objects()) and all(o["metadata"].get("deletionTimestamp") for o in found),
+        180,
+        "the TTL controller to delete the ended app's Job",
+    )
+    assert airflow.task_instance(dag_id, run_id)["state"] == "deferred"
+    airflow.restart("triggerer")
+
+    ti = _wait_task(airflow, dag_id, run_id)
+    assert ti["state"] == "failed", ti
+    log = airflow.task_log(dag_id, run_id, ti["try_number"])
+    ticks = [line.split("ticker/0 ", 1)[1] for line in log.splitlines() if "ticker/0 tick" in line]
+    assert ticks == [f"tick {i}" for i in range(1, 9)], log[-3000:]
+    assert "exit code 3" in log, log[-3000:]
+    assert "unable to retrieve container logs" not in log, log[-3000:]
+    status = Archive(archive).status(handle)
+    assert status is not None and status.state.name == "FAILED", status
+    wait_until(lambda: not objects(), 120, "the released Job and pods to be deleted")

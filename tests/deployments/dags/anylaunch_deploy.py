@@ -2,7 +2,8 @@
 second for ``params.duration`` seconds (and taking ``params.stop_delay`` seconds to stop on
 SIGTERM), waited for in the worker (``_sync``) or deferred to the
 triggerer (``_deferred``). ``retries=1``: a killed try is retried, and must reattach. Also: the
-ticker on Slurm, a sweep as one deferred task, and the ticker placed on two targets."""
+ticker on Slurm, a sweep as one deferred task, the ticker placed on two targets, and a deferred
+ticker on Kubernetes whose Job a TTL deletes as it ends."""
 
 from datetime import datetime, timedelta
 
@@ -138,5 +139,50 @@ with DAG(
         poll_interval=1.0,
         retries=1,
         retry_delay=timedelta(seconds=1),
+        anylaunch_conn_id=None,
+    )
+
+# a deferred ticker on Kubernetes whose Job the cluster deletes as soon as it ends
+# (ttlSecondsAfterFinished=0), with an archive: its end must reach the task all the same
+# (quiet for 40 s after its last line: the trigger reads a running app's logs every 30 s, and a
+# test stops the triggerer once it did)
+K8S_TICKER = (
+    'for i in $(seq "$DURATION"); do echo "tick $i"; sleep 1; done; sleep 40; exit "$EXIT_CODE"'
+)
+with DAG(
+    dag_id="anylaunch_deploy_k8s_ttl",
+    schedule=None,
+    start_date=datetime(2026, 1, 1),
+    catchup=False,
+    params={
+        "duration": Param(8, type="integer"),
+        "exit_code": Param(0, type="integer"),
+        "namespace": Param("default", type="string"),
+        "archive_url": Param("", type="string"),
+    },
+):
+    AnylaunchOperator(
+        task_id="app",
+        app=specs.AppDef(
+            name="ttl",
+            roles=[
+                specs.Role(
+                    name="ticker",
+                    image="busybox:latest",
+                    entrypoint="sh",
+                    args=["-c", K8S_TICKER],
+                    resource=specs.Resource(cpu=1, gpu=0, memMB=64),
+                )
+            ],
+        ),
+        scheduler="kubernetes",
+        env={"DURATION": "{{ params.duration }}", "EXIT_CODE": "{{ params.exit_code }}"},
+        cfg={
+            "namespace": "{{ params.namespace }}",
+            "ttl_seconds_after_finished": 0,
+            "archive_url": "{{ params.archive_url }}",
+        },
+        deferrable=True,
+        poll_interval=1.0,
         anylaunch_conn_id=None,
     )

@@ -73,7 +73,7 @@ def pod_log_lines(
         path = f"/api/v1/namespaces/{namespace}/pods/{pod_name}/log"
         raw = client.stream(path, {**query, "container": container, "follow": "true"})
         try:
-            yield from _until(split_lines_iterator(_decoded(raw)), until_ts)
+            yield from _until(_app_lines(split_lines_iterator(_decoded(raw))), until_ts)
         finally:
             raw.release_conn()
         delay = 0.2
@@ -102,8 +102,25 @@ def _read_all(
                 continue
             raise
         prefix = "" if name == container else f"[{name}] "
-        for line in _until(split_lines_iterator([text]), until_ts):
+        for line in _until(_app_lines(split_lines_iterator([text])), until_ts):
             yield prefix + line
+
+
+#: What a kubelet answers, as the log's text, for a container it already removed (the
+#: containers of a pod whose deletion was asked go within seconds, held pods' included).
+_CONTAINER_GONE = re.compile(r"unable to retrieve container logs for [a-z]+://[0-9a-f]+\s*")
+
+
+def _app_lines(lines: Iterable[str]) -> Iterator[str]:
+    """The app's lines, without the kubelet's word that the container is gone (not a line of
+    the app: its log is simply no longer there).
+
+    >>> list(_app_lines(["a\\n", "unable to retrieve container logs for docker://0a1b\\n"]))
+    ['a\\n']
+    """
+    for line in lines:
+        if not _CONTAINER_GONE.fullmatch(line):
+            yield line
 
 
 def _until(lines: Iterable[str], until_ts: float | None) -> Iterator[str]:
