@@ -17,7 +17,7 @@ the way an operator or the backend itself removes it:
 Then the real CLI, in a new process, says ``status`` (the final state; "from the archive"
 where the backend forgot the app), ``log`` (every line) and ``describe`` (the definition,
 secret masked). The secret value is in no file of the archive. Every backend runs with a
-``file://`` archive; local_cwd and local_docker also with an ``s3://`` archive on moto.
+``file://`` and with an ``s3://`` archive (S3 on moto).
 """
 
 from __future__ import annotations
@@ -191,7 +191,9 @@ BACKENDS: dict[str, Callable[[pytest.FixtureRequest, Path], Backend]] = {
     "aws_batch": _aws_batch,
     "lsf": _lsf,
 }
-CASES = [(name, "file") for name in BACKENDS] + [("local_cwd", "s3"), ("local_docker", "s3")]
+# "option": the archive is the run's ``archive_url`` option (no archive configured while it
+# runs); the new process is told where records are
+CASES = [(name, kind) for name in BACKENDS for kind in ("file", "s3")] + [("local_cwd", "option")]
 
 
 # --- fixtures -----------------------------------------------------------------------------------
@@ -250,7 +252,12 @@ def test_a_forgotten_app_is_answered_from_the_archive_by_a_new_process(
 ) -> None:
     backend = BACKENDS[backend_name](request, tmp_path)
     url = _archive_url(archive, request, tmp_path)
-    monkeypatch.setenv(ARCHIVE_URL_ENV, url)
+    cfg = dict(backend.cfg)
+    if archive == "option":
+        cfg["archive_url"] = url
+        monkeypatch.delenv(ARCHIVE_URL_ENV, raising=False)
+    else:
+        monkeypatch.setenv(ARCHIVE_URL_ENV, url)
     secret = f"tok-{uuid.uuid4().hex}"
     role = specs.Role(
         ROLE,
@@ -261,11 +268,12 @@ def test_a_forgotten_app_is_answered_from_the_archive_by_a_new_process(
         resource=specs.Resource(cpu=1, gpu=0, memMB=64),
     )
     with get_runner(f"ar{uuid.uuid4().hex[:6]}") as runner:
-        handle = runner.run(specs.AppDef("archived", [role]), backend.scheduler, backend.cfg)
+        handle = runner.run(specs.AppDef("archived", [role]), backend.scheduler, cfg)
         try:
             status = runner.wait(handle, wait_interval=0.5, timeout=WAIT_S)
             assert status is not None and status.state == AppState.FAILED, status
             backend.forget(handle)
+            monkeypatch.setenv(ARCHIVE_URL_ENV, url)
             _check_answers_from_a_new_process(backend, handle, secret, tmp_path / "cli")
         finally:  # whatever the backend still has of it (nothing once forgotten)
             with contextlib.suppress(Exception):
