@@ -274,3 +274,44 @@ def test_note_secrets_refuses_what_is_not_a_handle_and_a_redactor() -> None:
             runner.note_secrets("not a handle", Redactor(["s3cr3t-value"]))
         with pytest.raises(InvalidSpecError, match="secrets"):
             runner.note_secrets("local_cwd://s/app-1", ["s3cr3t-value"])  # type: ignore[arg-type]
+
+
+# --- the archive_url run option ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("url", ["memory://x", "", "s3://"])
+def test_a_bad_archive_url_option_is_refused_before_anything_is_submitted(
+    env: Path, tmp_path: Path, url: str
+) -> None:
+    role = specs.Role("w", str(tmp_path), entrypoint="true")
+    with get_runner("opt") as runner, pytest.raises(InvalidSpecError) as error:
+        runner.run(specs.AppDef("a", [role]), "local_cwd", {"archive_url": url})
+    assert error.value.field == "cfg.archive_url"
+    assert not (tmp_path / "state").exists() or not list((tmp_path / "state").iterdir())
+
+
+def test_the_option_wins_over_the_configured_archive_and_every_reader_finds_it(
+    env: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    configured, chosen = tmp_path / "configured", tmp_path / "chosen"
+    monkeypatch.setenv(ARCHIVE_URL_ENV, configured.as_uri())
+    role = specs.Role("w", str(tmp_path), entrypoint="sh", args=["-c", "echo hi"])
+    with get_runner("opt") as runner:
+        info = runner.dryrun(specs.AppDef("a", [role]), "local_cwd", {"archive_url": str(chosen)})
+        # the job and every process that describes it know where its record goes
+        assert info._app.roles[0].env[ARCHIVE_URL_ENV] == str(chosen)
+        handle = runner.schedule(info)
+    monkeypatch.delenv(ARCHIVE_URL_ENV)
+    with get_runner("reader") as reader:  # no archive configured: the app's env names it
+        status = reader.wait(handle, wait_interval=0.1, timeout=WAIT_S)
+    assert status is not None and status.state == AppState.SUCCEEDED, status
+    assert Archive(str(chosen)).has(handle)
+    assert not configured.exists()
+
+
+def test_the_option_is_the_runners_the_scheduler_never_sees_it(env: Path, tmp_path: Path) -> None:
+    role = specs.Role("w", str(tmp_path), entrypoint="true")
+    with get_runner("opt") as runner:
+        assert "archive_url" in {name for name, _ in runner.scheduler_run_opts("local_cwd")}
+        info = runner.dryrun(specs.AppDef("a", [role]), "local_cwd", {"archive_url": str(tmp_path)})
+    assert info._cfg.get("archive_url") is None  # taken by the runner: env, not a backend option
