@@ -207,3 +207,27 @@ def test_an_unknown_engine_is_rejected_with_the_known_ones() -> None:
         InvalidSpecError, match=r"Did you mean 'prefect'.*airflow, dagster, prefect"
     ):
         owner_checker("prefekt")
+
+
+def test_a_pass_archives_the_ended_apps_nobody_watched(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from anylaunch.runner.archive import ARCHIVE_URL_ENV, Archive
+
+    monkeypatch.setenv("ANYLAUNCH_LOCAL_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.delenv(ARCHIVE_URL_ENV, raising=False)
+    archive = tmp_path / "archive"
+    role = specs.Role("w", str(tmp_path), entrypoint="sh", args=["-c", "echo unwatched"])
+    with get_runner("launcher") as launcher:  # launches, and never looks at it again
+        handle = launcher.run(specs.AppDef("a", [role]), "local_cwd", {"archive_url": str(archive)})
+    state = tmp_path / "state" / handle.rsplit("/", 1)[1] / "state.json"
+    deadline = time.monotonic() + 60
+    while '"SUCCEEDED"' not in (state.read_text() if state.exists() else ""):
+        assert time.monotonic() < deadline, "the app did not end"
+        time.sleep(0.1)
+    assert not Archive(str(archive)).has(handle)
+    with get_runner("reaper") as reaper:  # no archive configured: the app's env names it
+        report = reap(reaper, ["local_cwd"], [])
+    assert report.actions == []
+    assert Archive(str(archive)).has(handle)
+    assert Archive(str(archive)).log_lines(handle, "w", 0, None) == ["unwatched\n"]

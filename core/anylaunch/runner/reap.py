@@ -215,11 +215,14 @@ def plan(apps: Iterable[LiveApp], owners: Mapping[str, OwnerState]) -> list[Reap
 
 
 def _live_apps(runner: Runner, scheduler: str) -> list[LiveApp]:
+    """The scheduler's live apps; its ended ones are settled on the way (:func:`_settle`)."""
     from anylaunch.runner.api import ENV_ANYLAUNCH_PARENT_RUN_ID
     from anylaunch.specs.api import is_terminal
 
     found = []
-    for listed in runner.list(scheduler):
+    listing = runner.list(scheduler)
+    _settle(runner, [listed.app_handle for listed in listing if is_terminal(listed.state)])
+    for listed in listing:
         if is_terminal(listed.state):
             continue
         try:
@@ -234,6 +237,18 @@ def _live_apps(runner: Runner, scheduler: str) -> list[LiveApp]:
     return found
 
 
+def _settle(runner: Runner, ended: Sequence[str]) -> None:
+    """Reads the status of ended apps, as a watcher would have: the runner writes the record of
+    each that has an archive and none yet (apps nobody watched to their end), and lets its
+    scheduler release what it held for it. One batched status call per scheduler."""
+    if not ended:
+        return
+    try:
+        runner.status_many(ended)
+    except Exception as e:  # the records wait for the next pass; the orphans do not
+        logger.warning("cannot settle %d ended app(s): %s", len(ended), type(e).__name__)
+
+
 def reap(
     runner: Runner,
     schedulers: Sequence[str],
@@ -242,7 +257,8 @@ def reap(
 ) -> ReapReport:
     """One reaper pass: lists the live apps of ``schedulers``, asks ``checkers`` about their
     owners, and cancels the orphans (unless ``dry_run``). Owners of engines without a checker
-    are UNKNOWN, so their apps are kept."""
+    are UNKNOWN, so their apps are kept. The ended apps listed are archived where they have an
+    archive and no record yet (see :mod:`anylaunch.runner.archive`)."""
     apps = [app for scheduler in schedulers for app in _live_apps(runner, scheduler)]
     by_engine: dict[str, list[str]] = {}
     for app in apps:
