@@ -3,6 +3,7 @@ with a fix; the forms people write by hand (named resources, docker-style mounts
 output) are accepted."""
 
 import json
+import re
 import subprocess
 import sys
 
@@ -43,6 +44,11 @@ RESOURCES = st.one_of(
     ),
     st.sampled_from(["cpu.small", "gpu.small"]).map(lambda h: specs.resource(h=h)),
 )
+# a workspace maps non-blank local paths to sub-directories inside the remote root
+WS_LOCAL = TEXT.filter(str.strip)
+WS_REMOTE = TEXT.filter(
+    lambda t: not t.startswith(("/", "\\")) and ".." not in re.split(r"[/\\]", t)
+)
 MOUNTS = st.one_of(
     st.builds(specs.BindMount, TEXT, TEXT, st.booleans()),
     st.builds(specs.VolumeMount, TEXT, TEXT, st.booleans()),
@@ -55,7 +61,7 @@ def roles(draw: st.DrawFn, name: str) -> specs.Role:
     num_replicas = draw(st.integers(1, 4))
     return specs.Role(
         name=name,
-        image=draw(TEXT),
+        image=draw(TEXT.filter(lambda t: not t or t.strip())),  # a blank image cannot work
         entrypoint=draw(TEXT.filter(bool)),
         args=draw(st.lists(TEXT, max_size=4)),
         env=draw(st.dictionaries(ENV_NAME, TEXT, max_size=3)),
@@ -70,7 +76,9 @@ def roles(draw: st.DrawFn, name: str) -> specs.Role:
         workspace=draw(
             st.one_of(
                 st.none(),
-                st.builds(specs.Workspace, st.dictionaries(TEXT, TEXT, min_size=1, max_size=2)),
+                st.builds(
+                    specs.Workspace, st.dictionaries(WS_LOCAL, WS_REMOTE, min_size=1, max_size=2)
+                ),
             )
         ),
         overrides=draw(st.dictionaries(NAME, JSONISH, max_size=2)),

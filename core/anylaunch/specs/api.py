@@ -99,6 +99,9 @@ _ENV_NAME = re.compile(r"[^=\x00-\x20\x7f]+")
 MAX_REPLICAS = 100_000
 #: The most retries a role may ask for.
 MAX_RETRIES = 10_000
+#: The most of each quantity one replica may ask for: far beyond any machine (the largest
+#: single hosts have a few thousand logical cpus, 16 gpus and tens of TiB), so more is a typo.
+MAX_RESOURCE = {"cpu": 65_536, "gpu": 1_024, "memMB": 2**30}  # memMB: 1 PiB
 
 
 def _require_int(
@@ -113,10 +116,7 @@ def _require_int(
 
 
 def _require_dict(field_name: str, value: object, fix: str) -> None:
-    if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
-        raise InvalidSpecError(
-            field_name, type(value).__name__, "must be a dict with str keys", fix
-        )
+    check_type(field_name, value, dict, "must be a dict with str keys", fix, keys=str)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -170,9 +170,9 @@ class Resource:
         _require_dict("Resource.devices", self.devices, "pass e.g. {'vpc.amazonaws.com/efa': 1}")
         if self.is_null():
             return
-        fix = "use a whole number >= 0 (or a named resource: resource(h='cpu.small'))"
-        for name in ("cpu", "gpu", "memMB"):
-            _require_int("Resource", name, getattr(self, name), 0, fix)
+        for name, most in MAX_RESOURCE.items():
+            fix = f"use a whole number from 0 to {most} (no machine has more), or resource(h=...)"
+            _require_int("Resource", name, getattr(self, name), 0, fix, most)
         for device, count in self.devices.items():
             _require_int("Resource", f"devices[{device!r}]", count, 0, "use a count >= 0")
 
@@ -291,7 +291,19 @@ class Workspace:
                     "the remote sub-directory must be a str ('' or None: no sub-directory)",
                     fix,
                 )
-            projects[local] = remote or ""
+            remote = remote or ""
+            if not local.strip() or any(ord(c) < 0x20 for c in local + remote):
+                raise InvalidSpecError(
+                    "Workspace.projects", local, "has a blank path or a control character", fix
+                )
+            if remote.startswith(("/", "\\")) or ".." in re.split(r"[/\\]", remote):
+                raise InvalidSpecError(
+                    f"Workspace.projects[{local!r}]",
+                    remote,
+                    "the remote sub-directory must stay inside the workspace (relative, no '..')",
+                    fix,
+                )
+            projects[local] = remote
         self.projects = projects
 
     def __bool__(self) -> bool:
@@ -464,7 +476,8 @@ class Role:
 
     Args:
         name: name of the role (letters, digits, ``_``, ``.``, ``-``)
-        image: software bundle installed on the container (docker image, directory, ...)
+        image: software bundle installed on the container (docker image, directory, ...);
+            ``""`` for schedulers that run no image (slurm, lsf, local_cwd), as in TorchX
         min_replicas: minimum replicas for elastic scaling (None: run at num_replicas)
         entrypoint: command to invoke inside the container
         args: arguments to the entrypoint
@@ -521,8 +534,14 @@ class Role:
                 "rename the role, e.g. 'trainer' or 'worker-0'",
             )
         where = f"Role[{self.name}]"
-        if not isinstance(self.image, str):
-            raise InvalidSpecError(f"{where}.image", self.image, "must be a str", "pass a str")
+        check_type(f"{where}.image", self.image, str, "must be a str", "pass e.g. 'python:3.11'")
+        if (self.image and not self.image.strip()) or any(ord(c) < 0x20 for c in self.image):
+            raise InvalidSpecError(
+                f"{where}.image",
+                self.image,
+                "is blank or holds a control character (no backend can resolve it)",
+                "pass an image or directory, or '' where the scheduler runs no image (slurm, lsf)",
+            )
         if not isinstance(self.entrypoint, str) or not self.entrypoint:
             raise InvalidSpecError(
                 f"{where}.entrypoint", self.entrypoint, "must be a non-empty str", "pass a command"
@@ -612,6 +631,17 @@ class Role:
                     "is not a BindMount, VolumeMount or DeviceMount",
                     "build mounts with specs.parse_mounts([...])",
                 )
+            mount.__post_init__()  # its fields may have changed since it was built
+        _require_dict(f"{where}.metadata", self.metadata, "pass e.g. {'slurm.comment': 'x'}")
+        _require_dict(f"{where}.overrides", self.overrides, "pass e.g. {'spec': {...}}")
+        if self.workspace is not None:
+            check_type(
+                f"{where}.workspace",
+                self.workspace,
+                Workspace,
+                "must be a Workspace or None",
+                "pass Workspace.from_str('.') (or a path string to Runner.run(workspace=...))",
+            )
 
     def pre_proc(self, scheduler: str, dryrun_info: AppDryRunInfo[Any]) -> AppDryRunInfo[Any]:
         """Hook for role-specific scheduler request modifications.
@@ -661,6 +691,7 @@ class AppDef:
             raise InvalidSpecError(
                 "AppDef.roles", self.roles, "must be a list of Role", "pass roles=[Role(...)]"
             )
+        _require_dict("AppDef.metadata", self.metadata, "pass e.g. {'team': 'ml'}")
         self._check_roles()
         if self.array is not None:
             self.validate_array()

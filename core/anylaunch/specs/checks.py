@@ -17,20 +17,52 @@ def check_type(
     problem: str,
     fix: str,
     *,
+    keys: type | None = None,
+    items: type | tuple[type, ...] | None = None,
+    nonempty: bool = False,
     error: type[InvalidSpecError] = InvalidSpecError,
 ) -> None:
     """Raises ``error`` naming ``field_name``, the type of ``value``, ``problem`` and ``fix``
     unless ``value`` is a ``kind``. The error shows the type, never the value (it may be large,
-    or hold secrets).
+    or hold secrets). ``bool`` is never accepted where ``kind`` is ``int`` or ``float``.
 
-    >>> check_type("cfg", {"a": 1}, dict, "must be a dict", "pass a dict")
+    Args:
+        field_name: the field the error names
+        value: the value to check
+        kind: the type (or types) ``value`` must be
+        problem: what is wrong, for the error
+        fix: how to fix it, for the error
+        keys: the type every key of a dict ``value`` must be
+        items: the type(s) every element of a list/tuple (or value of a dict) must be
+        nonempty: also refuse an empty ``value`` (``""``, ``[]``, ``{}``)
+        error: the error class (InvalidRunConfigException for run options)
+
+    >>> check_type("cfg", {"a": 1}, dict, "must be a dict", "pass a dict", keys=str)
     >>> check_type("cfg", ["a"], dict, "must be a dict", "pass a dict")
     Traceback (most recent call last):
     ...
     anylaunch.specs.errors.InvalidSpecError: cfg='list' is invalid: must be a dict. Fix: pass a dict
+    >>> check_type("args", ["a", 1], list, "must be a list of str", "use str()", items=str)
+    Traceback (most recent call last):
+    ...
+    anylaunch.specs.errors.InvalidSpecError: args='list' is invalid: must be a list of str. Fix: use str()
     """
-    if not isinstance(value, kind):
+    bad = not isinstance(value, kind) or (
+        isinstance(value, bool) and bool not in _as_tuple(kind) and (int in _as_tuple(kind))
+    )
+    if not bad and keys is not None and isinstance(value, dict):
+        bad = not all(isinstance(k, keys) for k in value)
+    if not bad and items is not None and isinstance(value, (list, tuple, dict)):
+        elements = value.values() if isinstance(value, dict) else value
+        bad = not all(isinstance(v, items) for v in elements)
+    if not bad and nonempty:
+        bad = not value
+    if bad:
         raise error(field_name, type(value).__name__, problem, fix)
+
+
+def _as_tuple(kind: type | tuple[type, ...]) -> tuple[type, ...]:
+    return kind if isinstance(kind, tuple) else (kind,)
 
 
 def check_seconds(field_name: str, value: object, *, positive: bool) -> float:

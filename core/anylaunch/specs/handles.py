@@ -6,6 +6,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Generic, NamedTuple, TypeVar
 
+from anylaunch.specs.checks import check_type
 from anylaunch.specs.errors import (
     MalformedAppHandleException,
 )
@@ -104,6 +105,10 @@ def make_app_handle(scheduler_backend: str, session_name: str, app_id: str) -> A
     >>> make_app_handle("local_cwd", "default", "echo-1a2b")
     'local_cwd://default/echo-1a2b'
     """
+    parts = {"scheduler": scheduler_backend, "session_name": session_name, "app_id": app_id}
+    for name, part in parts.items():
+        fix = "pass the scheduler, session and app id of a launched app, e.g. 'local_cwd'"
+        check_type(name, part, str, "must be a non-empty str", fix, nonempty=True)
     handle = f"{scheduler_backend}://{session_name}/{app_id}"
     parse_app_handle(handle)  # reject ids that would not parse back
     return handle

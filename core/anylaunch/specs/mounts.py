@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Union
 
+from anylaunch.specs.checks import check_type
 from anylaunch.specs.errors import InvalidSpecError
 
 __all__ = ["BindMount", "DeviceMount", "Mount", "MountType", "VolumeMount", "parse_mounts"]
@@ -29,13 +30,39 @@ class MountType(str, Enum):
 # ---------------------------------------------------------------------------------------------
 
 
+def _check_fields(mount: object, paths: tuple[str, ...], flag: str | None = None) -> None:
+    """Checks that each of ``paths`` is a str (and ``flag`` a bool)."""
+    owner = type(mount).__name__
+    for name in paths:
+        check_type(
+            f"{owner}.{name}",
+            getattr(mount, name),
+            str,
+            "must be a str",
+            "pass a path, e.g. '/data' (or build mounts with specs.parse_mounts([...]))",
+        )
+    if flag is not None:
+        check_type(
+            f"{owner}.{flag}", getattr(mount, flag), bool, "must be a bool", "pass True or False"
+        )
+
+
 @dataclass
 class BindMount:
-    """Bind-mounts a host path into the worker container."""
+    """Bind-mounts a host path into the worker container.
+
+    >>> BindMount("/host", None)  # type: ignore[arg-type]
+    Traceback (most recent call last):
+    ...
+    anylaunch.specs.errors.InvalidSpecError: BindMount.dst_path='NoneType' is invalid: must be a str. Fix: pass a path, e.g. '/data' (or build mounts with specs.parse_mounts([...]))
+    """
 
     src_path: str
     dst_path: str
     read_only: bool = False
+
+    def __post_init__(self) -> None:
+        _check_fields(self, ("src_path", "dst_path"), "read_only")
 
 
 @dataclass
@@ -45,6 +72,9 @@ class VolumeMount:
     src: str
     dst_path: str
     read_only: bool = False
+
+    def __post_init__(self) -> None:
+        _check_fields(self, ("src", "dst_path"), "read_only")
 
 
 @dataclass
@@ -56,6 +86,8 @@ class DeviceMount:
     permissions: str = "rwm"
 
     def __post_init__(self) -> None:
+        _check_fields(self, ("src_path", "dst_path"))
+        check_type("DeviceMount.permissions", self.permissions, str, "must be a str", "use 'rwm'")
         if not self.permissions or set(self.permissions) - set("rwm"):
             raise InvalidSpecError(
                 "DeviceMount.permissions",
