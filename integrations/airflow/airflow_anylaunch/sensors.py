@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 
     from anylaunch.runner import Runner
     from anylaunch.runner.session import AppSession
+    from anylaunch.specs.secrets import Redactor
 
 __all__ = ["AnylaunchAppSensor"]
 
@@ -170,11 +171,29 @@ class AnylaunchAppSensor(BaseSensorOperator):
             timeout=timedelta(seconds=self.timeout),
         )
 
+    def _secrets_of(self, handle: object) -> Redactor:
+        """The app's secret env values (built-in names and ``secret_env_names``), as the
+        pokes learn them: the trigger's event carries none. An app that cannot be described
+        has none to learn."""
+        from anylaunch.runner import get_runner
+        from anylaunch.specs.secrets import Redactor, app_redactor
+
+        if not isinstance(handle, str) or not handle:
+            return Redactor()
+        try:
+            with get_runner() as runner:
+                app = runner.describe(handle)
+        except Exception as e:  # the outcome is pushed all the same
+            self.log.warning("cannot read the env of %s to mask its secrets: %s", handle, e)
+            return Redactor()
+        return app_redactor(app, self.secret_env_names or ())
+
     def execute_complete(self, context: Context, event: dict[str, Any] | None = None) -> Any:
         """Resumes after the trigger fired."""
         event = event or {}
         app_status = event.get("app_status")
-        push_outcome(context, app_status if isinstance(app_status, dict) else None)
+        if isinstance(app_status, dict):
+            push_outcome(context, app_status, self._secrets_of(event.get("app_handle")))
         if event.get("status") == "success":
             return event.get("app_status")
         raise AnylaunchSensorError(

@@ -83,3 +83,40 @@ def test_the_trigger_reads_an_archived_outcome_and_its_logs(
     assert event["app_status"]["state"] == ("SUCCEEDED" if succeed else "FAILED"), event
     assert "from the archive" in event["app_status"]["msg"], event
     assert event["log_tail"] == ["job/0 archived line"], event
+
+
+@pytest.mark.parametrize("mode", ["poke", "deferred"])
+def test_the_sensors_tracker_xcom_masks_the_apps_secrets(
+    airflow: Any,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capfd: pytest.CaptureFixture[str],
+    mode: str,
+) -> None:
+    """A job that tracks its own secret env value: the sensor (which did not launch it) masks
+    it in the ``tracker`` XCom, whether it poked or deferred (the app still runs when the
+    sensor starts, so the deferred one defers)."""
+    import sys
+
+    from anylaunch.runner import get_runner
+    from anylaunch.specs import AppDef, Role
+
+    configure(monkeypatch, tmp_path)
+    secret = "tok-sensed-5f1e9a"
+    script = (
+        "import os, time\nfrom anylaunch.tracker import AppRun\ntime.sleep(4)\n"
+        "AppRun.run_from_env().add_metadata(token=os.environ['API_TOKEN'], lr=0.1)\n"
+    )
+    role = Role("job", image=".", entrypoint=sys.executable, args=["-c", script])
+    role.env["API_TOKEN"] = secret
+    with get_runner() as runner:
+        handle = runner.run(AppDef("tracks-secret", [role]), "local_cwd")
+    monkeypatch.setenv("AL_TRACKED_HANDLE", handle)  # read when the DAG file is parsed
+    dagrun = airflow.run(airflow.test_dag("tracker_dags.py", f"al_sensed_tracked_{mode}"))
+    out = airflow.without_airflow_debug(capfd.readouterr().out)
+    assert airflow.states(dagrun) == {"wait": "success"}, out[-3000:]
+    if mode == "deferred":
+        assert "deferr" in out.lower(), out[-3000:]
+    tracked = airflow.xcoms(dagrun, "wait")["tracker"]
+    assert tracked["metadata"] == {"token": "***", "lr": 0.1}, tracked
+    assert secret not in out

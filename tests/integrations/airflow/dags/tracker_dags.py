@@ -41,3 +41,9 @@ ARCHIVED = os.environ.get("AL_ARCHIVED_HANDLE", "local_cwd://none/none")
 for mode, kwargs in (("poke", {}), ("deferred", {"deferrable": True, "stream_logs": True})):
     with DAG(f"al_sensed_archived_{mode}", schedule=None, start_date=START, catchup=False):
         AnylaunchAppSensor(task_id="wait", app_handle=ARCHIVED, poke_interval=0.5, **kwargs)
+
+# the handle of an ended app whose job tracked its secret env value (set by the test)
+TRACKED = os.environ.get("AL_TRACKED_HANDLE", "local_cwd://none/none")
+for mode, kwargs in (("poke", {}), ("deferred", {"deferrable": True})):
+    with DAG(f"al_sensed_tracked_{mode}", schedule=None, start_date=START, catchup=False):
+        AnylaunchAppSensor(task_id="wait", app_handle=TRACKED, poke_interval=0.5, **kwargs)
