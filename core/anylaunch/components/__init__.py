@@ -72,7 +72,7 @@ PYTHON: str = "python3"
 ENTRY_POINT_GROUP: str = "anylaunch.components"
 
 # Modules of this package that hold helpers, not components.
-_NOT_COMPONENT_MODULES = frozenset({"component_test_base"})
+_NOT_COMPONENT_MODULES = frozenset({"component_test_base", "structured_arg"})
 
 
 @dataclass

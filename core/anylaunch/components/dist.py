@@ -20,15 +20,15 @@ from __future__ import annotations
 import os
 import re
 import shlex
-import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
 import anylaunch.specs as specs
 from anylaunch.components import DEFAULT_IMAGE
+from anylaunch.components.structured_arg import StructuredJArgument, StructuredNameArgument
 from anylaunch.specs import macros
 from anylaunch.specs.errors import InvalidSpecError
-from anylaunch.specs.resources import named_resources, resource
+from anylaunch.specs.resources import resource
 
 __all__ = ["TORCH_DEBUG_FLAGS", "JSpec", "ddp", "parse_j", "spmd"]
 
@@ -40,7 +40,6 @@ TORCH_DEBUG_FLAGS: dict[str, str] = {
     "TORCH_SHOW_CPP_STACKTRACES": "1",
 }
 
-_DEFAULT_EXPERIMENT = "default-experiment"
 _J_FIX = (
     "use {nnodes}x{nproc_per_node} (e.g. 2x4), {min_nnodes}:{max_nnodes}x{nproc_per_node} "
     "for an elastic job (e.g. 1:4x8), or {nproc_per_node} for one node (e.g. 4)"
@@ -124,42 +123,9 @@ def _shell_join(words: list[str]) -> str:
     return " ".join(w if isinstance(w, _Raw) else shlex.quote(w) for w in words)
 
 
-def _check_program(script: str | None, m: str | None) -> None:
-    if (script is None) == (m is None):
-        raise InvalidSpecError(
-            "script/m",
-            {"script": script, "m": m},
-            "exactly one of script and m must be set",
-            "pass --script path/to/train.py or -m my.package.train (not both)",
-        )
-    for field_name, value in (("script", script), ("m", m)):
-        if value is not None and (not isinstance(value, str) or not value.strip()):
-            raise InvalidSpecError(
-                field_name, value, "must be a non-empty str", "pass a script path or module name"
-            )
-
-
 def _role_name(script: str | None, m: str | None) -> str:
     """The script's file name without extension, or the module's last part."""
     return Path(script).stem if script else str(m).rpartition(".")[2]
-
-
-def _split_name(name: str, script: str | None, m: str | None) -> tuple[str, str]:
-    """Splits ``{experiment}/{run}`` into (experiment, run), filling in defaults.
-
-    ``foo/bar`` names both; ``foo/`` only the experiment; ``/bar`` and ``bar`` only the run.
-    A missing run name is the script's or module's name; a missing experiment name is
-    ``default-experiment``.
-    """
-    if not isinstance(name, str):
-        raise InvalidSpecError(
-            "name", name, "must be a str", "pass {experiment}/{run}, {experiment}/, /{run} or {run}"
-        )
-    experiment, sep, run = name.partition("/")
-    if not sep:  # no delimiter: the whole name is the run name
-        experiment, run = "", name
-    run = run.strip() or _role_name(script, m)
-    return experiment.strip() or _DEFAULT_EXPERIMENT, run
 
 
 def _check_port(port: object) -> None:
@@ -236,10 +202,9 @@ def ddp(
     Returns:
         the application definition
     """
-    _check_program(script, m)
+    names = StructuredNameArgument.parse_from(name, m=m, script=script)
     topology = parse_j(j)
     _check_port(rdzv_port)
-    experiment, run = _split_name(name, script, m)
 
     if topology.max_nnodes == 1:
         # all workers run under one torchrun agent: any free port will do
@@ -251,8 +216,8 @@ def ddp(
         endpoint = _Raw(f"$${{{macros.rank0_env}:=localhost}}:{rdzv_port}")
 
     role_env = dict(env or {})
-    role_env["ANYLAUNCH_TRACKING_EXPERIMENT_NAME"] = experiment
-    role_env["ANYLAUNCH_TRACKING_RUN_NAME"] = run
+    role_env["ANYLAUNCH_TRACKING_EXPERIMENT_NAME"] = names.experiment_name
+    role_env["ANYLAUNCH_TRACKING_RUN_NAME"] = names.run_name
     role_env.setdefault("LOGLEVEL", os.getenv("LOGLEVEL", "WARNING"))
     if debug:
         role_env.update(TORCH_DEBUG_FLAGS)
@@ -281,7 +246,7 @@ def ddp(
     cmd += script_args
 
     return specs.AppDef(
-        name=run,
+        name=names.run_name,
         roles=[
             specs.Role(
                 name=_role_name(script, m),
@@ -300,37 +265,6 @@ def ddp(
         ],
         metadata=dict(metadata or {}),
     )
-
-
-def _spmd_j(h: str, j: str) -> str:
-    """Fills in nproc_per_node from the host's GPU count when ``j`` gives only nodes."""
-    text = j.strip() if isinstance(j, str) else ""
-    nodes, sep, nproc = text.partition("x")
-    if not re.fullmatch(r"\d+(:\d+)?", nodes) or (sep and not nproc.isdigit()):
-        raise InvalidSpecError(
-            "j",
-            j,
-            "is not a job topology",
-            "use [{min_nnodes}:]{nnodes}x{nproc_per_node} (e.g. 2x8), or {nnodes} (e.g. 2) "
-            "to run one process per GPU of the host",
-        )
-    gpus = named_resources[h].gpu
-    if not sep:
-        if gpus < 1:
-            raise InvalidSpecError(
-                "j",
-                j,
-                f"nproc_per_node cannot be inferred: host type {h!r} has no GPUs",
-                f"give the process count explicitly, e.g. -j {nodes}x8",
-            )
-        return f"{nodes}x{gpus}"
-    if int(nproc) != gpus:
-        warnings.warn(
-            f"-j {j} runs {nproc} processes per node but a {h} has {gpus} GPU(s); this may "
-            f"under-use the host or fail. Pass -j {nodes} to run one process per GPU.",
-            stacklevel=3,
-        )
-    return text
 
 
 def spmd(
@@ -380,7 +314,7 @@ def spmd(
     Returns:
         the application definition
     """
-    _check_program(script, m)
+    StructuredNameArgument.parse_from(name, m=m, script=script)  # checks script/m and name
     return ddp(
         *args,
         script=script,
@@ -388,7 +322,7 @@ def spmd(
         image=image,
         name=name,
         h=h,
-        j=_spmd_j(h, j),
+        j=str(StructuredJArgument.parse_from(h, j)),
         env=env,
         metadata=metadata,
         max_retries=max_retries,
