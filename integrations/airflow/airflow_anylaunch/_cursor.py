@@ -60,7 +60,11 @@ class LogCursor:
         positions = value.get("positions")
         if not isinstance(positions, Mapping):
             return {}
-        self._saved = {str(k): int(v) for k, v in positions.items() if isinstance(v, int)}
+        self._saved = {  # a malformed entry is dropped: that replica's log starts over
+            str(k): v
+            for k, v in positions.items()
+            if isinstance(v, int) and not isinstance(v, bool) and v >= 0
+        }
         return dict(self._saved)
 
     def save(self, positions: Mapping[str, int]) -> None:

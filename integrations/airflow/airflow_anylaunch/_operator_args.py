@@ -81,6 +81,10 @@ def check_operator_args(op: AnylaunchOperator, parse_time: bool) -> None:
         raise InvalidSpecError(
             "component", component, "must be a non-empty str", "e.g. 'utils.echo'"
         )
+    if component is not None and not skip(component):  # a template is checked rendered
+        from anylaunch.runner.engine_names import check_component_name
+
+        check_component_name("component", component)
     args = op.component_args
     if args is not None and not skip(args):
         if op.component is None:
@@ -107,12 +111,9 @@ def check_operator_args(op: AnylaunchOperator, parse_time: bool) -> None:
         if not isinstance(value, str) or (name != "workspace" and not value.strip()):
             raise InvalidSpecError(name, value, "must be a non-empty str", "or leave it None")
     if op.scheduler is not None and not skip(op.scheduler):
-        from anylaunch.schedulers import get_scheduler_factories
-        from anylaunch.specs.errors import UnknownSchedulerException
+        from anylaunch.runner.engine_names import check_scheduler_name
 
-        known = get_scheduler_factories()
-        if op.scheduler not in known:
-            raise UnknownSchedulerException(op.scheduler, known)
+        check_scheduler_name("scheduler", op.scheduler)
     for name in ("cfg", "env"):
         value = getattr(op, name)
         if value is None or skip(value):
@@ -130,6 +131,9 @@ def check_operator_args(op: AnylaunchOperator, parse_time: bool) -> None:
                 raise InvalidSpecError(
                     f"env[{key!r}]", val, "must be a str", "quote the value, e.g. '1'"
                 )
+        from anylaunch.runner.engine_names import check_env_names
+
+        check_env_names("env", op.env)  # the names (Airflow renders only the values)
     if op.on_kill_action not in ON_KILL_ACTIONS:
         raise InvalidSpecError(
             "on_kill_action", op.on_kill_action, "is not an action", "use 'cancel' or 'keep'"

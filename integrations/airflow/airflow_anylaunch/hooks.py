@@ -27,6 +27,8 @@ if TYPE_CHECKING:
 __all__ = ["AnylaunchHook", "AnylaunchSettings"]
 
 _FORM_PREFIX = "extra__anylaunch__"
+#: The settings a connection's extra may hold (anything else is a typo).
+_EXTRA_KEYS = ("scheduler", "cfg", "session")
 
 
 @dataclass(frozen=True)
@@ -42,6 +44,10 @@ class AnylaunchSettings:
     Traceback (most recent call last):
     ...
     anylaunch.specs.errors.InvalidSpecError: connection 'prod' extra.cfg=3 is invalid: must be a JSON object or a 'key=value,key=value' string. Fix: e.g. {"cfg": {"log_dir": "/tmp/logs"}}
+    >>> AnylaunchSettings.from_extra({"shceduler": "local_cwd"}, conn_id="prod")
+    Traceback (most recent call last):
+    ...
+    anylaunch.specs.errors.InvalidSpecError: connection 'prod' extra.shceduler='<not shown>' is invalid: is not an anylaunch connection setting. Did you mean 'scheduler'? Fix: use only scheduler, cfg, session
     """
 
     scheduler: str | None = None
@@ -53,7 +59,7 @@ class AnylaunchSettings:
     @classmethod
     def from_extra(cls, extra: Mapping[str, Any], conn_id: str | None = None) -> AnylaunchSettings:
         """Validates a connection's extra and returns the settings it holds."""
-        from anylaunch.specs.errors import InvalidSpecError
+        from anylaunch.specs.errors import InvalidSpecError, did_you_mean
 
         where = f"connection {conn_id!r} extra" if conn_id else "connection extra"
         if not isinstance(extra, Mapping):
@@ -65,6 +71,14 @@ class AnylaunchSettings:
             **{k[len(_FORM_PREFIX) :]: v for k, v in extra.items() if k.startswith(_FORM_PREFIX)},
             **{k: v for k, v in extra.items() if not k.startswith(_FORM_PREFIX)},
         }
+        unknown = sorted(k for k in extra if k not in _EXTRA_KEYS)
+        if unknown:  # a misspelt key would be ignored: tasks would run with the defaults
+            raise InvalidSpecError(
+                f"{where}.{unknown[0]}",
+                "<not shown>",  # its value may be a secret run option
+                f"is not an anylaunch connection setting.{did_you_mean(unknown[0], _EXTRA_KEYS)}",
+                f"use only {', '.join(_EXTRA_KEYS)}",
+            )
         values: dict[str, str | None] = {}
         for key in ("scheduler", "session"):
             value = extra.get(key)
@@ -76,6 +90,14 @@ class AnylaunchSettings:
                 )
             else:
                 values[key] = value.strip()
+        if values["scheduler"] is not None:
+            from anylaunch.runner.engine_names import check_scheduler_name
+
+            check_scheduler_name(f"{where}.scheduler", values["scheduler"])
+        if values["session"] is not None:
+            from anylaunch.specs.checks import check_session_name
+
+            check_session_name(f"{where}.session", values["session"])
         cfg = extra.get("cfg") or {}
         if isinstance(cfg, str) and cfg.strip().startswith("{"):
             try:

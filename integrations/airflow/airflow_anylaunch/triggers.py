@@ -23,6 +23,7 @@ the trigger only acts on them. Every text in the event and the log is masked by 
 from __future__ import annotations
 
 import asyncio
+import inspect
 import weakref
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar, cast
@@ -50,7 +51,7 @@ from anylaunch.runner.session_options import OptionNames
 from anylaunch.runner.wake import AsyncChangeWaiter, scheduler_change_feed
 from anylaunch.runner.watch import DEFAULT_MAX_POLL_ERRORS, Done, Lost, Poll, PollError
 from anylaunch.specs.api import AppStatus, parse_app_handle
-from anylaunch.specs.errors import InvalidSpecError, UnknownSchedulerException
+from anylaunch.specs.errors import InvalidSpecError, UnknownSchedulerException, did_you_mean
 from anylaunch.specs.handles import PLACEMENT_SCHEME
 from anylaunch.specs.secrets import Redactor
 
@@ -81,6 +82,29 @@ def _names(field: str, value: object, example: str) -> list[str] | None:
     ):
         raise InvalidSpecError(field, value, "must be a list of names", example)
     return list(value)
+
+
+def _positions(value: object) -> dict[str, int]:
+    """The persisted log cursor: ``{"role/replica": lines shown}``, counts whole and >= 0."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise InvalidSpecError(
+            "log_positions",
+            value,
+            "must be a mapping of role/replica to a line count",
+            "e.g. {'trainer/0': 12}, or None",
+        )
+    for key, count in value.items():
+        if not isinstance(key, str) or not key:
+            raise InvalidSpecError(
+                "log_positions", key, "keys must be 'role/replica' names", "e.g. 'trainer/0'"
+            )
+        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+            raise InvalidSpecError(
+                f"log_positions[{key!r}]", count, "must be a whole number >= 0", "e.g. 12"
+            )
+    return dict(value)
 
 
 #: Consecutive failed status polls after which the trigger gives up (with an error event).
@@ -276,13 +300,24 @@ class AnylaunchAppTrigger(BaseTrigger):
         end_from_trigger: bool = True,
         try_number: int | None = None,
         attempt: int | None = None,
+        **unknown: Any,
     ) -> None:
+        if unknown:  # a kwarg of another version, or a typo: never a bare TypeError
+            name = sorted(unknown)[0]
+            known = [p for p in inspect.signature(AnylaunchAppTrigger).parameters if p != "unknown"]
+            raise InvalidSpecError(
+                f"AnylaunchAppTrigger.{name}",
+                type(unknown[name]).__name__,
+                f"is not an argument of the trigger.{did_you_mean(name, known)}",
+                f"pass only {', '.join(known)}",
+            )
         super().__init__()  # type: ignore[no-untyped-call]
         self.app_handle = check_handle("app_handle", app_handle)
         self.poll_interval = interval("poll_interval", poll_interval)
         self.log_roles = _names("log_roles", log_roles, "e.g. ['trainer']")
         if log_replicas is not None and (
             isinstance(log_replicas, (str, bytes))
+            or not isinstance(log_replicas, Sequence)
             or not all(
                 isinstance(k, int) and not isinstance(k, bool) and k >= 0 for k in log_replicas
             )
@@ -291,7 +326,7 @@ class AnylaunchAppTrigger(BaseTrigger):
                 "log_replicas", log_replicas, "must be replica ids >= 0", "e.g. [0]"
             )
         self.log_replicas = None if log_replicas is None else list(log_replicas)
-        self.log_positions = {str(k): int(v) for k, v in (log_positions or {}).items()}
+        self.log_positions = _positions(log_positions)
         self.startup_deadline = seconds("startup_deadline", startup_deadline)
         self.run_deadline = seconds("run_deadline", run_deadline)
         self.cancel_on_kill = _flag("cancel_on_kill", cancel_on_kill)

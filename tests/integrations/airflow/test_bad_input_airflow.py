@@ -8,9 +8,17 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
 
+from anylaunch.components import ComponentNotFoundException
 from anylaunch.specs import AppDef, Role
-from tests.bad_input.conftest import Case, assert_rejected
+from anylaunch.specs.errors import InvalidSpecError, UnknownSchedulerException
+from tests.bad_input.conftest import SECRET, Case, assert_rejected
+
+PROPERTY = settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 
 APP = AppDef("a", [Role("w", ".", entrypoint="true")])
 
@@ -37,6 +45,12 @@ def _trigger(**kwargs: Any) -> Any:
 
     kwargs.setdefault("app_handle", "local_cwd://s/a-1")
     return AnylaunchAppTrigger(**kwargs)
+
+
+def _extra(extra: Any) -> Any:
+    from airflow_anylaunch.hooks import AnylaunchSettings
+
+    return AnylaunchSettings.from_extra(extra, conn_id="prod")
 
 
 CASES: list[Case] = [
@@ -107,9 +121,118 @@ CASES: list[Case] = [
     Case("trigger-max_poll_errors-zero", lambda: _trigger(max_poll_errors=0), "max_poll_errors"),
     Case("trigger-run_deadline-inf", lambda: _trigger(run_deadline=math.inf), "run_deadline"),
     Case("trigger-log_roles-int", lambda: _trigger(log_roles=[1]), "log_roles"),
+    # issue 31: typos and malformed persisted kwargs, rejected where they are defined
+    Case("op-component-unknown", lambda: _op(component="utils.ecoh"), "component"),
+    Case("op-component-file-no-fn", lambda: _op(component="train.py:"), "component"),
+    Case("op-env-name-space", lambda: _op(env={"MY VAR": "1"}), "env"),
+    Case("op-env-name-equals", lambda: _op(env={"A=B": "1"}), "env"),
+    Case("trigger-log_replicas-int", lambda: _trigger(log_replicas=5), "log_replicas"),
+    Case("trigger-log_positions-list", lambda: _trigger(log_positions=[1]), "log_positions"),
+    Case("trigger-log_positions-str", lambda: _trigger(log_positions="w/0"), "log_positions"),
+    Case("trigger-log_positions-negative", lambda: _trigger(log_positions={"w/0": -1}), "w/0"),
+    Case("trigger-log_positions-text", lambda: _trigger(log_positions={"w/0": "3"}), "w/0"),
+    Case("trigger-log_positions-bool", lambda: _trigger(log_positions={"w/0": True}), "w/0"),
+    Case("trigger-log_positions-float", lambda: _trigger(log_positions={"w/0": 1.5}), "w/0"),
+    Case("trigger-log_positions-int-key", lambda: _trigger(log_positions={0: 1}), "log_positions"),
+    Case("trigger-unknown-kwarg", lambda: _trigger(poll_intervall=3), "poll_intervall"),
+    Case("conn-unknown-key", lambda: _extra({"shceduler": "local_cwd"}), "shceduler"),
+    Case("conn-unknown-scheduler", lambda: _extra({"scheduler": "kubernetez"}), "scheduler"),
+    Case("conn-scheduler-int", lambda: _extra({"scheduler": 3}), "scheduler"),
+    Case("conn-session-space", lambda: _extra({"session": "team a"}), "session"),
 ]
 
 
 @pytest.mark.parametrize(("call", "field"), [c.param() for c in CASES])
 def test_rejected(call: Any, field: str) -> None:
     assert_rejected(call, field)
+
+
+def test_typos_get_a_did_you_mean() -> None:
+    from airflow_anylaunch.hooks import AnylaunchSettings
+
+    with pytest.raises(InvalidSpecError, match=r"Did you mean 'utils\.echo'\?"):
+        _op(component="utils.ecoh")
+    with pytest.raises(
+        InvalidSpecError, match=r"^scheduler='local_cdw' .*Did you mean 'local_cwd'"
+    ):
+        _op(scheduler="local_cdw")
+    with pytest.raises(InvalidSpecError, match=r"prod' extra\.sesion=.*Did you mean 'session'"):
+        AnylaunchSettings.from_extra({"sesion": "a"}, conn_id="prod")
+    with pytest.raises(InvalidSpecError, match=r"extra\.scheduler='slurmm'.*Did you mean 'slurm'"):
+        AnylaunchSettings.from_extra({"scheduler": "slurmm"}, conn_id="prod")
+    with pytest.raises(InvalidSpecError, match=r"AnylaunchAppTrigger\.stream_log=.*'stream_logs'"):
+        _trigger(stream_log=False)
+    # the old error types still catch them
+    with pytest.raises(UnknownSchedulerException):
+        _op(scheduler="local_cdw")
+    with pytest.raises(ComponentNotFoundException):
+        _op(component="utils.ecoh")
+
+
+def test_names_that_can_work_pass() -> None:
+    from airflow_anylaunch.hooks import AnylaunchSettings
+
+    _op(component="utils.echo")
+    _op(component="path/to/my_file.py:train")  # a file is read at launch, where it runs
+    _op(component="{{ params.component }}")  # a template is checked once rendered
+    _op(scheduler="{{ var.value.scheduler }}")
+    _op(env={"JAVA.OPTS": "x", "HF_TOKEN": "{{ conn.hf.password }}"})
+    extra = {"extra__anylaunch__scheduler": "local_cwd", "cfg": {}, "session": "team-a"}
+    assert AnylaunchSettings.from_extra(extra).scheduler == "local_cwd"
+    assert AnylaunchSettings.from_extra({"scheduler": "", "session": None}).scheduler is None
+
+
+def test_a_secret_in_an_unknown_connection_key_is_not_shown() -> None:
+    with pytest.raises(InvalidSpecError) as caught:
+        _extra({"cfgs": {"password": SECRET}})
+    assert SECRET not in str(caught.value) and "Did you mean 'cfg'" in str(caught.value)
+
+
+POSITIONS = st.dictionaries(
+    st.text(min_size=1, max_size=8), st.integers(min_value=0, max_value=2**40), max_size=4
+)
+BAD_COUNT = st.one_of(
+    st.integers(max_value=-1),
+    st.booleans(),
+    st.floats(),
+    st.text(max_size=4),
+    st.none(),
+    st.lists(st.integers(), max_size=2),
+)
+
+
+@PROPERTY
+@given(POSITIONS)
+def test_the_trigger_round_trips_a_log_cursor(positions: dict[str, int]) -> None:
+    from airflow_anylaunch.triggers import AnylaunchAppTrigger
+
+    classpath, kwargs = _trigger(log_positions=positions).serialize()
+    assert classpath == "airflow_anylaunch.triggers.AnylaunchAppTrigger"
+    assert AnylaunchAppTrigger(**kwargs).log_positions == positions
+
+
+@PROPERTY
+@given(POSITIONS, st.text(min_size=1, max_size=8), BAD_COUNT)
+def test_the_trigger_refuses_a_malformed_log_cursor(
+    positions: dict[str, int], key: str, count: Any
+) -> None:
+    with pytest.raises(InvalidSpecError) as caught:
+        _trigger(log_positions={**positions, key: count})
+    assert caught.value.field == f"log_positions[{key!r}]"
+
+
+@PROPERTY
+@given(st.one_of(st.integers(), st.text(max_size=4), st.lists(st.integers(), max_size=2)))
+def test_the_trigger_refuses_a_log_cursor_that_is_not_a_mapping(value: Any) -> None:
+    assume(value not in ("", None))
+    assert_rejected(lambda: _trigger(log_positions=value), "log_positions")
+
+
+@PROPERTY
+@given(st.from_regex(r"[a-z_]{1,14}", fullmatch=True))
+def test_the_connection_refuses_any_unknown_key(key: str) -> None:
+    assume(key not in ("scheduler", "cfg", "session"))
+    with pytest.raises(InvalidSpecError) as caught:
+        _extra({key: SECRET})
+    assert caught.value.field == f"connection 'prod' extra.{key}"
+    assert SECRET not in str(caught.value)
