@@ -1,0 +1,26 @@
+"""The names of the environment variables anylaunch reads or sets (TorchX's
+``torchx.settings``, with ``TORCHX`` read as ``ANYLAUNCH``).
+
+Each is the same string as the constant of the module that uses it (e.g.
+:data:`anylaunch.tracker.api.ENV_ANYLAUNCH_JOB_ID`); this module imports nothing.
+
+>>> ENV_ANYLAUNCH_JOB_ID  # set in a job anylaunch launched, to its app handle
+'ANYLAUNCH_JOB_ID'
+"""
+
+__all__ = [
+    "ENV_ANYLAUNCHCONFIG",
+    "ENV_ANYLAUNCH_JOB_ID",
+    "ENV_ANYLAUNCH_PARENT_RUN_ID",
+    "ENV_ANYLAUNCH_TRACKERS",
+]
+
+#: In a job: the tracker factories to build, comma-separated; in a launcher: overrides the
+#: ``[anylaunch:tracker]`` names (see :mod:`anylaunch.tracker`).
+ENV_ANYLAUNCH_TRACKERS: str = "ANYLAUNCH_TRACKERS"
+#: Injected into every role when a parent run id is given (or set in the launcher's env).
+ENV_ANYLAUNCH_PARENT_RUN_ID: str = "ANYLAUNCH_PARENT_RUN_ID"
+#: Injected into every role: the app's own handle.
+ENV_ANYLAUNCH_JOB_ID: str = "ANYLAUNCH_JOB_ID"
+#: The only ``.anylaunchconfig`` file to read (empty: none); see :mod:`anylaunch.runner.config`.
+ENV_ANYLAUNCHCONFIG: str = "ANYLAUNCHCONFIG"
