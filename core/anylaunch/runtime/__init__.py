@@ -1,0 +1,2 @@
+"""What an app uses while it runs: :mod:`anylaunch.runtime.tracking` (TorchX's
+``torchx.runtime``)."""
