@@ -37,7 +37,7 @@ class Cli:
         return [sys.executable, "-m", "anylaunch.cli.main", *args]
 
     def __call__(
-        self, *args: str, env: dict[str, str] | None = None
+        self, *args: str, env: dict[str, str] | None = None, input: str | None = None
     ) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
             self.argv(*args),
@@ -46,6 +46,7 @@ class Cli:
             capture_output=True,
             text=True,
             timeout=SUBPROCESS_TIMEOUT_S,
+            input=input,
         )
 
     def popen(self, *args: str) -> subprocess.Popen[str]:

@@ -40,9 +40,10 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from anylaunch.cli.live import StatusView
+    from anylaunch.cli.run_args import AnylaunchRunArgs as RunArgs
     from anylaunch.runner.api import Runner
     from anylaunch.runner.logs import LogPump
-    from anylaunch.specs.api import AppStatus
+    from anylaunch.specs.api import AppStatus, CfgVal
     from anylaunch.specs.secrets import Redactor
 
 logger: logging.Logger = logging.getLogger(__name__)
@@ -56,6 +57,9 @@ CLI_RUN_KEYS = (
     "parent_run_id",
     "secret_env",
 )
+
+#: Flags ``--stdin`` may be given with: they choose how results are shown, not what runs.
+_STDIN_COMPATIBLE = ("help", "stdin", "json", "secret_env")
 
 #: Longest pause between two status polls while waiting.
 WAIT_INTERVAL_S = 5.0
@@ -144,6 +148,20 @@ class CmdRun(SubCommand):
             help="stream every replica's logs (to stderr, written above the live status lines "
             "on a terminal) while waiting; implies --wait",
         )
+        subparser.add_argument(
+            "--tee_logs",
+            action="store_true",
+            help="as --log (which it implies), each line prefixed by the replica that printed "
+            "it (role/replica), colored on a terminal and kept after carriage returns",
+        )
+        subparser.add_argument(
+            "--stdin",
+            action="store_true",
+            help="read the run's arguments as one JSON object from standard input instead of "
+            'flags: {"component_name", "scheduler", "scheduler_args", and optionally '
+            '"component_args", "component_args_str", "dryrun", "wait", "log", "tee_logs", '
+            '"workspace", "parent_run_id"}; only --json and --secret-env may be given too',
+        )
         add_json_argument(
             subparser,
             'print {"app_handle": ..., "state": ...} on stdout instead of the bare handle '
@@ -172,6 +190,27 @@ class CmdRun(SubCommand):
             help="component name (or path/file.py:fn) followed by its arguments",
         )
 
+    def _from_stdin(self, args: argparse.Namespace) -> RunArgs:
+        """Reads the run's arguments from stdin and sets the matching flags in ``args``."""
+        from anylaunch.cli.run_args import run_args_from_json
+
+        given = [
+            "/".join(action.option_strings) or "COMPONENT"
+            for action in self._parser._actions
+            if action.dest not in _STDIN_COMPATIBLE
+            and getattr(args, action.dest, None) not in (action.default, [])
+        ]
+        if given:
+            self._parser.error(
+                f"--stdin takes the run's arguments from the JSON on standard input: drop "
+                f"{', '.join(given)} (set them in the JSON instead)"
+            )
+        run_args = run_args_from_json(sys.stdin.read())
+        args.scheduler = [run_args.scheduler]
+        for flag in ("dryrun", "wait", "log", "tee_logs", "workspace", "parent_run_id"):
+            setattr(args, flag, getattr(run_args, flag))
+        return run_args
+
     def run(self, args: argparse.Namespace) -> int:
         from anylaunch.runner import get_runner
         from anylaunch.runner.placement import Placement, Target
@@ -179,9 +218,17 @@ class CmdRun(SubCommand):
         from anylaunch.specs.secrets import app_redactor
 
         defaults = _cli_run_defaults()
-        component, component_args = split_component_args(
-            args.component_and_args, defaults.get("component")
-        )
+        run_args = self._from_stdin(args) if args.stdin else None
+        component: str | None
+        component_args: list[str] | dict[str, object]
+        if run_args is not None:
+            # only the masking of [cli:run] applies: the JSON says what runs, and how
+            defaults = {k: v for k, v in defaults.items() if k == "secret_env"}
+            component, component_args = run_args.component_name, run_args.arguments()
+        else:
+            component, component_args = split_component_args(
+                args.component_and_args, defaults.get("component")
+            )
         if not component:
             self._parser.error(
                 "missing COMPONENT: name one (`anylaunch builtins` lists them) or set "
@@ -199,10 +246,14 @@ class CmdRun(SubCommand):
         placing = placement_flags(args, schedulers, cfg_strs)
 
         with get_runner() as runner:
-            cfgs = [
-                runner.cfg_from_str(sched, cfg_strs[i] if len(cfg_strs) > 1 else cfg_strs[0])
-                for i, sched in enumerate(schedulers)
-            ]
+            cfgs = (
+                [_cfg_from_json(runner, schedulers[0], run_args.scheduler_args)]
+                if run_args is not None
+                else [
+                    runner.cfg_from_str(sched, cfg_strs[i] if len(cfg_strs) > 1 else cfg_strs[0])
+                    for i, sched in enumerate(schedulers)
+                ]
+            )
             app = runner.materialize_component(component, component_args)
             app = array.apply(app) if array is not None else app
             # a placed launch dry-runs each target itself when it tries it
@@ -233,7 +284,7 @@ class CmdRun(SubCommand):
                 if not args.json:
                     # the handle alone on stdout: scripts capture it with $(anylaunch run ...)
                     print(app_handle, flush=True)
-                if not (args.wait or args.log):
+                if not (args.wait or args.log or args.tee_logs):
                     if args.json:
                         print_json(
                             {"app_handle": app_handle, "state": _state_now(runner, app_handle)}
@@ -244,7 +295,12 @@ class CmdRun(SubCommand):
                     )
                     return 0
                 return wait_and_report(
-                    runner, app_handle, log=args.log, redact=redact, json_out=args.json
+                    runner,
+                    app_handle,
+                    log=args.log or args.tee_logs,
+                    redact=redact,
+                    json_out=args.json,
+                    tee=args.tee_logs,
                 )
             except KeyboardInterrupt:
                 # Ctrl-C stops the waiting, NOT the app: waiting is an observer's act, and a
@@ -279,6 +335,34 @@ class CmdRun(SubCommand):
         print(redact(str(info)))
 
 
+def _cfg_from_json(runner: Runner, scheduler: str, options: dict[str, object]) -> dict[str, CfgVal]:
+    """The run options of ``run --stdin``'s ``scheduler_args``, typed for ``scheduler``; names
+    it does not know are kept, so that the dry run refuses them with a did-you-mean."""
+    import json
+
+    opts = runner.scheduler_run_opts(scheduler)
+    cfg = opts.cfg_from_json_repr(json.dumps(options))
+    for name, value in options.items():
+        if opts.get(name) is None and name not in cfg:
+            cfg[name] = value  # type: ignore[assignment]  # refused by the dry run
+    return cfg
+
+
+def tee_line(role: str, replica: int, line: str, color: bool = False) -> str:
+    """One log line as ``--tee_logs`` shows it: prefixed by its replica, after every carriage
+    return too (progress bars), the prefix green if ``color``.
+
+    >>> tee_line("trainer", 1, "10%\\r20%\\n")
+    'trainer/1 10%\\rtrainer/1 20%'
+    >>> tee_line("trainer", 0, "done\\n", color=True)
+    '\\x1b[32mtrainer/0\\x1b[0m done'
+    """
+    name = f"{role}/{replica}"
+    prefix = f"\033[32m{name}\033[0m " if color else f"{name} "
+    body = line.rstrip("\n").rstrip("\r")
+    return prefix + body.replace("\r", f"\r{prefix}")
+
+
 def _state_now(runner: Runner, app_handle: str) -> str | None:
     """The app's state by name, None when it cannot be told: the launch already happened,
     its handle must still reach stdout."""
@@ -297,14 +381,15 @@ def wait_and_report(
     redact: Redactor | None = None,
     view: StatusView | None = None,
     json_out: bool = False,
+    tee: bool = False,
 ) -> int:
     """Waits for the app (streaming its logs to stderr if ``log``), showing its progress in
     ``view`` (default: live on a terminal, plain lines elsewhere), prints the final status
     to stderr (and ``{"app_handle", "state"}`` to stdout if ``json_out``), and returns 0 if
     it SUCCEEDED, else 1. Interrupting it leaves the app running. Everything printed goes
-    through ``redact``.
+    through ``redact``. With ``tee``, log lines are shown as :func:`tee_line` makes them.
     """
-    from anylaunch.cli.live import choose_view, logs_through, watch
+    from anylaunch.cli.live import choose_view, logs_through, wants_live_view, watch
     from anylaunch.cli.tables import format_status
     from anylaunch.runner.lines import format_line
     from anylaunch.runner.logs import LogPump, find_replicas, started_replicas
@@ -315,8 +400,13 @@ def wait_and_report(
     mask = redact if redact is not None else Redactor()
     shown = view if view is not None else choose_view(sys.stderr)
 
+    color = tee and wants_live_view(sys.stderr)
+
     def to_view(role: str, k: int, line: str) -> None:
-        shown.line(mask(format_line(role, k, line)))
+        if tee:  # masked before the color codes go in
+            shown.line(tee_line(role, k, mask(line), color))
+        else:
+            shown.line(mask(format_line(role, k, line)))
 
     pump: LogPump | None = None
     follow: Callable[[AppStatus | None], None] | None = None
