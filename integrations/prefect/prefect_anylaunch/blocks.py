@@ -46,6 +46,7 @@ from anylaunch.specs.handles import is_placed
 from anylaunch.specs.secrets import Redactor, app_redactor
 from anylaunch.specs.serialize import appdef_to_dict
 from prefect_anylaunch import _prefect
+from prefect_anylaunch._block_checks import check_job_names, check_settings_names
 from prefect_anylaunch.appdef import appdef_from_data
 from prefect_anylaunch.arrays import array_result, end_table, sweep_params
 from prefect_anylaunch.errors import (
@@ -74,18 +75,6 @@ def _no_unknown_fields(cls: type[Block], data: Any) -> Any:
 
     check_known_fields(cls.__name__, data, cls.model_fields)
     return data
-
-
-def _check_scheduler(field: str, value: object) -> None:
-    """A known scheduler name (built in, or registered by a plugin)."""
-    from anylaunch.schedulers import get_scheduler_factories
-    from anylaunch.specs.errors import UnknownSchedulerException
-
-    if not isinstance(value, str) or not value.strip():
-        raise InvalidSpecError(field, value, "must be a scheduler name", "e.g. 'local_cwd'")
-    known = get_scheduler_factories()
-    if value not in known:
-        raise UnknownSchedulerException(value, known)
 
 
 class AnylaunchSchedulerSettings(Block):
@@ -130,30 +119,9 @@ class AnylaunchSchedulerSettings(Block):
 
     @model_validator(mode="after")
     def _check(self) -> AnylaunchSchedulerSettings:
-        _check_scheduler("AnylaunchSchedulerSettings.scheduler", self.scheduler)
-        both = sorted(set(self.cfg) & set(self.secret_cfg.get_secret_value()))
-        if both:
-            raise InvalidSpecError(
-                "AnylaunchSchedulerSettings.secret_cfg",
-                both,
-                "these options are also in cfg",
-                "keep each option in cfg or in secret_cfg, not both",
-            )
-        for name, value in self.secret_env.get_secret_value().items():
-            if not name or "=" in name or "\x00" in name:
-                raise InvalidSpecError(
-                    "AnylaunchSchedulerSettings.secret_env",
-                    name,
-                    "is not an environment variable name",
-                    "use a name such as HF_TOKEN",
-                )
-            if not isinstance(value, str):
-                raise InvalidSpecError(  # never echo the value: it is a secret
-                    f"AnylaunchSchedulerSettings.secret_env[{name!r}]",
-                    f"<{type(value).__name__}>",
-                    "must be a str",
-                    "quote the value",
-                )
+        check_settings_names(  # the scheduler, cfg/secret_cfg overlap, secret_env names
+            self.scheduler, self.cfg, self.secret_cfg.get_secret_value(), self.env()
+        )
         return self
 
     def run_cfg(self) -> dict[str, Any]:
@@ -332,14 +300,7 @@ class AnylaunchJob(JobBlock[dict[str, Any]]):
                 "component and app are both set",
                 "set only one: a component (with component_args) or an AppDef",
             )
-        if self.component is not None and (
-            not isinstance(self.component, str) or not self.component.strip()
-        ):
-            raise InvalidSpecError(
-                "AnylaunchJob.component", self.component, "must be a name", "e.g. 'utils.echo'"
-            )
-        if self.scheduler is not None:
-            _check_scheduler("AnylaunchJob.scheduler", self.scheduler)
+        check_job_names(self.component, self.scheduler)
         check_placement_fields(  # again: a loaded block document skips __init__
             self.targets, self.scheduler, self.cfg, self.max_infra_retries, self.checkpoint_root
         )

@@ -7,6 +7,8 @@ import math
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from tests.bad_input.conftest import SECRET, Case, assert_rejected
 
@@ -65,6 +67,17 @@ CASES: list[Case] = [
     Case("settings-misspelt", lambda: _settings(secret_evn={"A": SECRET}), "secret_evn"),
     Case("settings-cfg-list", lambda: _settings(cfg=[1]), "cfg"),
     Case("settings-secret_env-int", lambda: _settings(secret_env={"A": 1}), "secret_env"),
+    # issue 31: typos and impossible names, rejected where the block is defined
+    Case("job-component-unknown", lambda: _job(component="utils.ecoh"), "AnylaunchJob.component"),
+    Case("job-component-file-no-fn", lambda: _job(component="a.py:1x"), "AnylaunchJob.component"),
+    Case("settings-secret_env-space", lambda: _settings(secret_env={"A B": SECRET}), "secret_env"),
+    Case("settings-secret_env-empty", lambda: _settings(secret_env={"": SECRET}), "secret_env"),
+    Case(
+        "settings-secret_env-token-in-name",
+        lambda: _settings(secret_env={f"TOKEN={SECRET}": "x"}),
+        "secret_env",
+    ),
+    Case("settings-secret_env-nul", lambda: _settings(secret_env={"A\x00": SECRET}), "secret_env"),
     Case("run_app-wait_retries-negative", lambda: _run_app(wait_retries=-1), "wait_retries"),
     Case("run_app-wait_retries-bool", lambda: _run_app(wait_retries=True), "wait_retries"),
     Case("run_app-delay-nan", lambda: _run_app(wait_retry_delay_s=math.nan), "wait_retry_delay_s"),
@@ -75,3 +88,32 @@ CASES: list[Case] = [
 @pytest.mark.parametrize(("call", "field"), [c.param() for c in CASES])
 def test_rejected(call: Any, field: str) -> None:
     assert_rejected(call, field)
+
+
+PROPERTY = settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+ENV_NAME = st.from_regex(r"[A-Za-z_][A-Za-z0-9_.]{0,12}", fullmatch=True)
+
+
+@PROPERTY
+@given(ENV_NAME, st.sampled_from([" ", "=", "\t", "\n", "\x00", "\x7f"]), ENV_NAME)
+def test_settings_refuse_a_secret_env_name_no_process_can_have(
+    before: str, bad: str, after: str
+) -> None:
+    assert_rejected(lambda: _settings(secret_env={before + bad + after: SECRET}), "secret_env")
+
+
+@PROPERTY
+@given(st.dictionaries(ENV_NAME, st.text(max_size=8), max_size=3))
+def test_settings_keep_env_names_that_can_work(env: dict[str, str]) -> None:
+    assert _settings(secret_env=env).env() == env
+
+
+@PROPERTY
+@given(st.from_regex(r"[a-z]{2,8}\.[a-z]{2,8}", fullmatch=True))
+def test_a_job_refuses_any_component_nobody_registered(name: str) -> None:
+    from anylaunch.components import get_components
+
+    if name not in get_components(include_invalid=True):
+        assert_rejected(lambda: _job(component=name), "AnylaunchJob.component")

@@ -237,6 +237,40 @@ def test_a_misspelt_block_field_is_an_error_with_a_suggestion() -> None:
     assert "hunter2" not in str(err.value)
 
 
+def test_a_typo_in_a_name_is_refused_with_a_suggestion() -> None:
+    with pytest.raises(
+        ValidationError, match=r"AnylaunchJob\.component='utils\.ecoh'.*'utils\.echo'"
+    ):
+        AnylaunchJob(component="utils.ecoh")
+    with pytest.raises(
+        ValidationError, match=r"Settings\.scheduler='slurmm'.*Did you mean 'slurm'"
+    ):
+        AnylaunchSchedulerSettings(scheduler="slurmm")
+    AnylaunchJob(component="path/to/components.py:train")  # a file is read at launch
+
+
+@pytest.mark.engine_matrix
+def test_a_saved_document_with_a_typo_is_refused_when_loaded(pf) -> None:
+    suffix = uuid.uuid4().hex[:8]
+    # written without validation, as an older version or the API could have stored it
+    AnylaunchJob.model_construct(component="utils.ecoh").save(f"typo-{suffix}")
+    # Prefect raises "failed validation" from the validation error, which names the field
+    with pytest.raises(RuntimeError, match="failed validation") as err:
+        AnylaunchJob.load(f"typo-{suffix}")
+    cause = err.value.__cause__
+    assert isinstance(cause, ValidationError) and "Did you mean 'utils.echo'" in str(cause)
+    secret = f"tok-{uuid.uuid4().hex}"
+    bad_env = AnylaunchSchedulerSettings.model_construct(
+        scheduler="local_cwd", secret_env={"HF TOKEN": secret}
+    )
+    bad_env.save(f"typo-env-{suffix}")
+    with pytest.raises(RuntimeError, match="failed validation") as err:
+        AnylaunchSchedulerSettings.load(f"typo-env-{suffix}")
+    cause = err.value.__cause__
+    assert isinstance(cause, ValidationError) and "secret_env='HF***'" in str(cause)
+    assert secret not in str(cause)
+
+
 @pytest.mark.engine_matrix
 def test_a_wait_ends_with_the_app_not_at_the_next_poll(pf) -> None:
     """With a 10-minute poll interval, both waits end within moments of the app: the
