@@ -22,6 +22,7 @@ may be overridden with ``AWS_ENDPOINT_URL_BATCH``/``AWS_ENDPOINT_URL_LOGS``.
 from __future__ import annotations
 
 import logging
+import re
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -89,6 +90,8 @@ from anylaunch.specs.runopts import CfgVal, runopts
 
 log: logging.Logger = logging.getLogger(__name__)
 
+_QUEUE_NAME = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
+
 #: The fields of a described job definition that register it again.
 _DEFINITION_FIELDS = (
     "type",
@@ -138,10 +141,17 @@ class AWSBatchScheduler(aws.AWSScheduler):
 
     def _submit_dryrun(self, app: AppDef, cfg: Mapping[str, CfgVal]) -> AppDryRunInfo[Any]:
         opts = AWSBatchOpts.from_cfg(cfg)
-        if not opts.queue.strip():
+        if opts.queue.startswith("arn:"):
+            aws.check_arn("queue", opts.queue, "job-queue")
+        elif not _QUEUE_NAME.match(opts.queue):
             raise InvalidRunConfigException(
-                "queue", opts.queue, "is empty", "pass the job queue's name or ARN"
+                "queue",
+                opts.queue,
+                "is not a job queue name (1-128 letters, digits, '-' or '_')",
+                "pass the job queue's name or ARN",
             )
+        aws.check_arn("job_role_arn", opts.job_role_arn, "role")
+        aws.check_arn("execution_role_arn", opts.execution_role_arn, "role")
         if opts.priority is not None and opts.share_id is None:
             raise InvalidRunConfigException(
                 "priority",

@@ -39,6 +39,7 @@ __all__ = [
     "VERSION_TAG",
     "AWSRequestError",
     "app_tags",
+    "check_arn",
     "check_request",
     "double_quote",
     "follow_log_stream",
@@ -53,6 +54,55 @@ __all__ = [
 ]
 
 log: logging.Logger = logging.getLogger(__name__)
+
+# arn:PARTITION:SERVICE:REGION:ACCOUNT:RESOURCE (IAM ARNs have no region)
+_ARN = re.compile(
+    r"^arn:aws(?:-[a-z]+)*:(?P<service>[a-z0-9-]+):(?P<region>[a-z0-9-]*):"
+    r"(?P<account>\d{12}):(?P<resource>[^\s]+)$"
+)
+# the path and name of an IAM role: 1-64 of [\w+=,.@-] after an optional /path/
+_ROLE_RESOURCE = re.compile(r"^role/(?:[\w+=,.@-]+/)*[\w+=,.@-]{1,64}$")
+_QUEUE_RESOURCE = re.compile(r"^job-queue/[A-Za-z0-9_-]{1,128}$")
+
+
+def check_arn(option: str, value: str | None, kind: str) -> None:
+    """Refuses a run option that AWS would reject as a malformed ARN.
+
+    Args:
+        option: the run option's name (named by the error)
+        value: its value (None: not set)
+        kind: ``"role"`` (an IAM role ARN) or ``"job-queue"`` (an AWS Batch job queue ARN)
+
+    >>> check_arn("role_arn", "arn:aws:iam::123456789012:role/sm", "role")
+    >>> check_arn("role_arn", "arn:aws:iam::1234:role/sm", "role")
+    Traceback (most recent call last):
+    ...
+    anylaunch.specs.errors.InvalidRunConfigException: role_arn='arn:aws:iam::1234:role/sm' is invalid: is not an IAM role ARN. Fix: pass e.g. arn:aws:iam::123456789012:role/my-role (a 12-digit account id, no region)
+    """
+    if value is None:
+        return
+    match = _ARN.match(value) if isinstance(value, str) else None
+    if kind == "role":
+        good = (
+            match is not None
+            and match["service"] == "iam"
+            and not match["region"]
+            and _ROLE_RESOURCE.match(match["resource"]) is not None
+        )
+        what, example = "an IAM role ARN", "arn:aws:iam::123456789012:role/my-role"
+        example += " (a 12-digit account id, no region)"
+    else:
+        good = (
+            match is not None
+            and match["service"] == "batch"
+            and bool(match["region"])
+            and _QUEUE_RESOURCE.match(match["resource"]) is not None
+        )
+        what = "an AWS Batch job queue ARN"
+        example = "the queue's name, or arn:aws:batch:us-east-1:123456789012:job-queue/my-queue"
+    if not good or len(value) > 2048:
+        raise InvalidRunConfigException(option, value, f"is not {what}", f"pass e.g. {example}")
+
 
 #: Tags put on every job (and job definition) an AWS scheduler creates.
 SCHEDULER_TAG = "anylaunch/scheduler"

@@ -87,6 +87,10 @@ _STARTING = frozenset(
 )
 
 
+#: SageMaker's limit on a training job's MaxRuntimeInSeconds: 28 days.
+MAX_RUN_S = 28 * 24 * 3600
+
+
 @dataclass
 class AWSSageMakerOpts(StructuredOpts):
     """Run options of the ``aws_sagemaker`` scheduler."""
@@ -285,9 +289,17 @@ class AWSSageMakerScheduler(aws.AWSScheduler):
             raise InvalidRunConfigException(
                 "output_path", opts.output_path, "is not an S3 URI", "e.g. s3://my-bucket/prefix/"
             )
+        aws.check_arn("role_arn", opts.role_arn, "role")
         for name, value in (("volume_size", opts.volume_size), ("max_run", opts.max_run)):
             if value < 1:
                 raise InvalidRunConfigException(name, value, "must be at least 1", "e.g. 30")
+        if opts.max_run > MAX_RUN_S:
+            raise InvalidRunConfigException(
+                "max_run",
+                opts.max_run,
+                f"SageMaker runs a training job at most 28 days ({MAX_RUN_S} s)",
+                f"set max_run <= {MAX_RUN_S}, and checkpoint to resume in a new job",
+            )
         if opts.use_spot_instances and (opts.max_wait is None or opts.max_wait < opts.max_run):
             raise InvalidRunConfigException(
                 "max_wait",
