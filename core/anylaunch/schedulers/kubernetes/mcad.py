@@ -43,6 +43,7 @@ from anylaunch.schedulers.kubernetes.common import (
 )
 from anylaunch.schedulers.kubernetes.names import (
     KubernetesCommonOpts,
+    is_dns_subdomain,
     make_app_name,
     role_dns_names,
 )
@@ -107,12 +108,14 @@ class KubernetesMCADOpts(KubernetesCommonOpts):
     def check(self) -> None:
         """Raises InvalidRunConfigException for values no cluster accepts."""
         super().check()
-        if self.coscheduler_name is not None and not self.coscheduler_name.strip():
+        if self.coscheduler_name is not None and not is_dns_subdomain(self.coscheduler_name):
+            # the pods' spec.schedulerName: the API server refuses what is not DNS-1123
             raise InvalidRunConfigException(
                 "coscheduler_name",
                 self.coscheduler_name,
-                "is empty",
-                "name the secondary scheduler, e.g. scheduler-plugins-scheduler, or drop it",
+                "is empty" if not self.coscheduler_name.strip() else "is not a DNS-1123 name",
+                "name the secondary scheduler in lowercase letters, digits, '-' and '.', e.g. "
+                "scheduler-plugins-scheduler, or drop it",
             )
 
 

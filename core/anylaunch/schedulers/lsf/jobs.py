@@ -88,9 +88,13 @@ def _validate_opts(opts: LsfOpts) -> None:
             "must be an absolute path without control characters",
             "pass e.g. /workspace",
         )
-    if opts.jobdir is not None and not opts.jobdir.strip():
+    if opts.jobdir is not None and not opts.jobdir.startswith(("/", "~")):
+        # a relative path would be resolved in the launcher's cwd, which no execution host shares
         raise InvalidRunConfigException(
-            "jobdir", opts.jobdir, "is empty", "pass a directory, e.g. /shared/$USER/anylaunch"
+            "jobdir",
+            opts.jobdir,
+            "is empty" if not opts.jobdir.strip() else "must be an absolute path (or start with ~)",
+            "pass a directory shared with the execution hosts, e.g. /shared/$USER/anylaunch",
         )
 
 

@@ -35,6 +35,8 @@ _REPLICA_ID = "\x00anylaunch-replica-id\x00"
 _PLACEHOLDERS = re.compile(f"({re.escape(_APP_ID)}|{re.escape(_REPLICA_ID)})")
 _SHELL_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _TIME = re.compile(r"^(\d+-\d+(:\d+){0,2}|\d+(:\d+){0,2}|UNLIMITED|INFINITE)$", re.IGNORECASE)
+#: A partition, account or qos value: comma-separated names, no space or control character.
+_SLURM_NAMES = re.compile(r"^[^\x00-\x20\x7f,]+(,[^\x00-\x20\x7f,]+)*$")
 _MAIL_TYPES = frozenset(
     [
         "NONE",

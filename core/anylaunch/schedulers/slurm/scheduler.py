@@ -71,6 +71,7 @@ from anylaunch.schedulers.slurm.query import (
 from anylaunch.schedulers.slurm.request import (
     _MAIL_TYPES,
     _SHELL_NAME,
+    _SLURM_NAMES,
     _TIME,
     BACKEND,
     SlurmBatchRequest,
@@ -298,6 +299,18 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler[Mapping[str, CfgVal]]):
 
     @staticmethod
     def _check_opts(opts: SlurmOpts) -> None:
+        for name in ("partition", "account", "qos"):  # sbatch splits a value at a space
+            value = getattr(opts, name)
+            if value is not None and not _SLURM_NAMES.match(value):
+                raise InvalidRunConfigException(
+                    name,
+                    value,
+                    "must be one or more comma-separated names without spaces or control "
+                    "characters",
+                    "pass e.g. partition=debug or partition=debug,gpu"
+                    if name == "partition"
+                    else f"pass the {name}'s name, e.g. {name}=research",
+                )
         if opts.job_dir is not None and (
             not opts.job_dir.strip() or CONTROL_CHAR.search(opts.job_dir)
         ):
