@@ -181,13 +181,15 @@ def test_device_mounts_and_runopts_schema() -> None:
         ({}, {"cancel_grace_s": -1}, "cancel_grace_s"),
         ({}, {"env": {"A=B": "1"}}, "env"),
         ({}, {"image_repo": "Not A Repo"}, "image_repo"),
+        ({}, {"copy_env": ["AWS_*", ""]}, "copy_env"),
+        ({"resource": Resource(cpu=1, gpu=0, memMB=4)}, {}, "memMB"),
     ],
 )
 def test_bad_inputs_are_rejected_at_dryrun(
     role_kwargs: dict[str, Any], cfg: dict[str, Any], field: str
 ) -> None:
-    role = Role(**{"name": "w", "image": "busybox:latest", "entrypoint": "true", **role_kwargs})
-    with pytest.raises(InvalidSpecError) as err:
+    with pytest.raises(InvalidSpecError) as err:  # at construction (" ") or at dryrun
+        role = Role(**{"name": "w", "image": "busybox:latest", "entrypoint": "true", **role_kwargs})
         offline_scheduler().submit_dryrun(AppDef("bad", [role]), cfg)
     assert field in err.value.field
     assert "Fix:" in str(err.value)

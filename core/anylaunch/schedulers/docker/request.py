@@ -11,10 +11,12 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from anylaunch.schedulers.common.app_ids import random_suffix
-from anylaunch.specs.api import Role
+from anylaunch.specs.api import AppDef, Role
 from anylaunch.specs.errors import (
     AnylaunchError,
     BackendUnreachableError,
+    InvalidRunConfigException,
+    InvalidSpecError,
 )
 from anylaunch.specs.secrets import mask_env
 from anylaunch.workspace.docker_workspace import (
@@ -53,6 +55,10 @@ _VOLUME_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]+$")
 _EXITED = re.compile(r"^Exited \((-?\d+)\)")
 _TIME = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d+))?(Z|[+-]\d\d:\d\d)$")
 _POLL_MAX_S = 1.0
+_ENV_PATTERN = re.compile(r"[^=\x00-\x20\x7f]+")
+#: The Docker engine refuses a container memory limit below 6 MiB ("Minimum memory limit
+#: allowed is 6MB").
+MIN_MEMORY_MB = 6
 
 
 class DockerSchedulerError(AnylaunchError):
@@ -85,6 +91,33 @@ class DockerOpts(DockerWorkspaceOpts):
 
     init: bool = True
     """Run the engine's init (docker-init) as PID 1: it forwards SIGTERM to the entrypoint, which as PID 1 would ignore it, and reaps zombies."""
+
+    def check(self, app: AppDef) -> None:
+        """Raises InvalidRunConfigException (or InvalidSpecError) for what the engine refuses.
+
+        >>> DockerOpts(copy_env=["AWS_*", " "]).check(AppDef("a", [Role("w", "img")]))
+        Traceback (most recent call last):
+        ...
+        anylaunch.specs.errors.InvalidRunConfigException: copy_env=' ' is invalid: is not a variable name pattern (empty, or with '=', a space or a control character). Fix: pass glob patterns of variable names, e.g. AWS_*,HF_TOKEN
+        """
+        for pattern in self.copy_env or []:
+            if not _ENV_PATTERN.fullmatch(pattern):
+                raise InvalidRunConfigException(
+                    "copy_env",
+                    pattern,
+                    "is not a variable name pattern (empty, or with '=', a space or a "
+                    "control character)",
+                    "pass glob patterns of variable names, e.g. AWS_*,HF_TOKEN",
+                )
+        for role in app.roles:
+            mem = role.resource.memMB
+            if not role.resource.is_null() and 0 < mem < MIN_MEMORY_MB:
+                raise InvalidSpecError(
+                    f"Role[{role.name}].resource.memMB",
+                    mem,
+                    f"the Docker engine's smallest memory limit is {MIN_MEMORY_MB} MiB",
+                    f"ask for at least {MIN_MEMORY_MB} MiB (0: no limit)",
+                )
 
 
 @dataclass

@@ -184,6 +184,7 @@ class DockerScheduler(DockerWorkspaceMixin, Scheduler[Mapping[str, CfgVal]]):
 
     def _submit_dryrun(self, app: AppDef, cfg: Mapping[str, CfgVal]) -> AppDryRunInfo[Any]:
         opts = DockerOpts.from_cfg(cfg)
+        opts.check(app)
         request = build_request(app, opts, self.session_name, self.workspace_builds(app))
         return AppDryRunInfo(request, format_request)
 
