@@ -13,6 +13,7 @@ import argparse
 import contextlib
 import logging
 import os
+import re
 import sys
 from collections.abc import Sequence
 from typing import NoReturn
@@ -56,10 +57,10 @@ def _default_log_level() -> str:
     return level if level in LOG_LEVELS else "INFO"
 
 
-def get_sub_cmds() -> dict[str, SubCommand]:
-    """Returns the subcommands by name.
+def get_default_sub_cmds() -> dict[str, SubCommand]:
+    """Returns the built-in subcommands by name.
 
-    >>> sorted(get_sub_cmds())[:3]
+    >>> sorted(get_default_sub_cmds())[:3]
     ['builtins', 'cancel', 'configure']
     """
     return {
@@ -79,13 +80,45 @@ def get_sub_cmds() -> dict[str, SubCommand]:
     }
 
 
+def get_sub_cmds() -> dict[str, SubCommand]:
+    """Returns the subcommands by name: the built-ins, then those of the ``anylaunch.cli.cmds``
+    plugins (one named like a built-in replaces it; a broken one is skipped with a warning).
+
+    >>> "run" in get_sub_cmds()
+    True
+    """
+    from anylaunch.cli.plugin_cmds import with_plugin_cmds
+
+    return with_plugin_cmds(get_default_sub_cmds())
+
+
+class _Parser(argparse.ArgumentParser):
+    """An ArgumentParser whose error for an unknown subcommand says which one was meant."""
+
+    def error(self, message: str) -> NoReturn:
+        choice = re.match(r"argument COMMAND: invalid choice: '(.*?)'", message)
+        if choice is not None:
+            from anylaunch.specs.errors import did_you_mean
+
+            message = f"{message}.{did_you_mean(choice.group(1), self._commands())}"
+        super().error(message)
+
+    def _commands(self) -> list[str]:
+        return [
+            name
+            for action in self._actions
+            if isinstance(action, argparse._SubParsersAction)
+            for name in action.choices
+        ]
+
+
 def create_parser(subcmds: dict[str, SubCommand]) -> argparse.ArgumentParser:
     """Builds the top-level parser with one subparser per subcommand.
 
     >>> create_parser(get_sub_cmds()).parse_args(["status", "local_cwd://s/a"]).app_handle
     'local_cwd://s/a'
     """
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="anylaunch",
         description="Launch and manage apps on local processes, containers, clusters and clouds.",
         epilog="e.g. anylaunch run --wait --log utils.echo --msg hello",

@@ -29,7 +29,8 @@ A TorchX plugin package is ported by renaming ``torchx`` to ``anylaunch`` in its
 ``torchx_plugins`` to ``anylaunch_plugins``. The groups are ``schedulers``,
 ``named_resources``, ``components``, ``tracker`` and ``event_handlers``, plus
 ``owner_checkers`` (each engine's checker for ``anylaunch reap``; anylaunch's own, declared as
-entry points, count as built-ins).
+entry points, count as built-ins) and ``cli.cmds`` (``anylaunch`` subcommands, TorchX's
+``torchx.cli.cmds``; see :mod:`anylaunch.cli.plugin_cmds`).
 
 Plugins add to the built-ins: a plugin scheduler, resource or component joins the built-in
 ones. A plugin whose name equals a built-in's replaces it, and a warning is logged saying

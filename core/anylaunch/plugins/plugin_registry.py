@@ -59,6 +59,7 @@ class PluginRegistry:
         module: "dagster_anylaunch.reap"
       - name: "prefect"
         module: "prefect_anylaunch.reap"
+    cli_cmd: []
     errors: []
 
     Args:

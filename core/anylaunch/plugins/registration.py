@@ -73,7 +73,8 @@ class register:
     """Decorator that marks a function as an anylaunch plugin of a given type.
 
     Put the module in the ``anylaunch_plugins.<group>`` namespace package (``schedulers``,
-    ``named_resources``, ``components``, ``tracker``, ``event_handlers``, ``owner_checkers``) of an installed
+    ``named_resources``, ``components``, ``tracker``, ``event_handlers``, ``owner_checkers``,
+    ``cli.cmds``) of an installed
     distribution; :func:`anylaunch.plugins.registry` finds it. The plugin's name is ``name``
     or, by default, the function's name (components: ``<module>.<function>``, like the
     built-ins).
@@ -132,6 +133,13 @@ class register:
         """Registers the owner-checker factory ``(**options) -> OwnerChecker`` of the engine
         ``name`` (see :mod:`anylaunch.runner.reap`)."""
         return cls(PluginType.OWNER_CHECKER, name=name)
+
+    @classmethod
+    def cli_cmd(cls, name: str | None = None) -> register:
+        """Registers an ``anylaunch <name>`` subcommand: a
+        :class:`~anylaunch.cli.cmd_base.SubCommand` class (or a function returning an
+        instance); one named like a built-in subcommand replaces it."""
+        return cls(PluginType.CLI_CMD, name=name)
 
     @classmethod
     def component(cls, name: str | None = None) -> register:

@@ -27,6 +27,9 @@ class PluginType(str, enum.Enum):
     #: ``(**options) -> OwnerChecker`` for one engine, named after it (see
     #: :mod:`anylaunch.runner.reap`); the engine integrations register theirs as entry points.
     OWNER_CHECKER = "anylaunch.owner_checkers"
+    #: ``() -> SubCommand``: an ``anylaunch <name>`` subcommand (TorchX's ``torchx.cli.cmds``);
+    #: one named like a built-in replaces it (see :mod:`anylaunch.cli.plugin_cmds`).
+    CLI_CMD = "anylaunch.cli.cmds"
 
     @property
     def namespace(self) -> str:
