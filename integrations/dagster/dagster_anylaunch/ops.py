@@ -22,8 +22,9 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import dagster as dg
-from pydantic import Field
+from pydantic import Field, field_validator
 
+from anylaunch.runner.engine_names import check_component_name, check_scheduler_name
 from anylaunch.specs.api import AppDef, AppStatus
 from anylaunch.specs.checks import check_type
 from anylaunch.specs.errors import InvalidSpecError
@@ -92,6 +93,17 @@ class AnylaunchOpConfig(dg.Config):
         "attempt launched if it is still running or succeeded.",
     )
 
+    @field_validator("component")
+    @classmethod
+    def _known_component(cls, value: str | None) -> str | None:
+        # a typo fails as the config is built (Definitions, or the step's start), not at launch
+        return None if value is None else check_component_name("component", value)
+
+    @field_validator("scheduler")
+    @classmethod
+    def _known_scheduler(cls, value: str | None) -> str | None:
+        return None if value is None else check_scheduler_name("scheduler", value)
+
 
 def _check_factory_args(
     app: AppDef | None,
@@ -109,10 +121,10 @@ def _check_factory_args(
         check_one_way("", targets, scheduler, cfg)
     if app is not None:
         check_type("app", app, AppDef, "must be an AppDef", "pass AppDef(...)")
-    if component is not None and (not isinstance(component, str) or not component):
-        raise InvalidSpecError(
-            "component", component, "must be a non-empty str", "e.g. 'utils.echo'"
-        )
+    if component is not None:
+        check_component_name("component", component)
+    if scheduler is not None:
+        check_scheduler_name("scheduler", scheduler)
     if app is not None and component is not None:
         raise InvalidSpecError(
             "app/component",
@@ -164,12 +176,7 @@ def _check_op_args(name: object, scheduler: object, retry_policy: object) -> Non
             "name", name, "is not a Dagster op name (letters, digits, '_')", "e.g. 'train_model'"
         )
     if scheduler is not None:
-        from anylaunch.schedulers import get_scheduler_factories
-        from anylaunch.specs.errors import UnknownSchedulerException
-
-        known = get_scheduler_factories()
-        if not isinstance(scheduler, str) or scheduler not in known:
-            raise UnknownSchedulerException(str(scheduler), known)
+        check_scheduler_name("scheduler", scheduler)
     if retry_policy is not None and not isinstance(retry_policy, dg.RetryPolicy):
         raise InvalidSpecError(
             "retry_policy",

@@ -32,7 +32,7 @@ from anylaunch.runner.placement_input import (
 )
 from anylaunch.specs.api import AppDef, AppDryRunInfo, AppHandle, AppStatus, Workspace
 from anylaunch.specs.checks import check_known_fields, check_seconds, check_session_name
-from anylaunch.specs.errors import AnylaunchError, InvalidSpecError, UnknownSchedulerException
+from anylaunch.specs.errors import AnylaunchError, InvalidSpecError
 from anylaunch.specs.runopts import CfgVal
 from anylaunch.specs.secrets import mask_env
 from dagster_anylaunch._lifecycle import (
@@ -200,18 +200,20 @@ class AnylaunchResource(dg.ConfigurableResource):  # type: ignore[type-arg]
     @field_validator("scheduler", mode="before")
     @classmethod
     def _known_scheduler(cls, value: Any) -> Any:
-        from anylaunch.schedulers import get_scheduler_factories
+        from anylaunch.runner.engine_names import check_scheduler_name
 
         # an EnvVar's value is only known once the resource is initialized (then this runs
         # again with the value)
         if value is not None and not isinstance(value, dg.EnvVar):
-            if not isinstance(value, str):
-                raise InvalidSpecError(
-                    "scheduler", value, "must be a scheduler name", "e.g. 'local_cwd'"
-                )
-            known = get_scheduler_factories()
-            if value not in known:
-                raise UnknownSchedulerException(value, known)
+            check_scheduler_name("scheduler", value)
+        return value
+
+    @field_validator("env", "secret_env")
+    @classmethod
+    def _env_names(cls, value: dict[str, str], info: Any) -> dict[str, str]:
+        from anylaunch.runner.engine_names import check_env_names
+
+        check_env_names(info.field_name, value, secret=info.field_name == "secret_env")
         return value
 
     @field_validator("poll_interval_s", "cancel_timeout_s")
