@@ -206,6 +206,73 @@ CASES += [
         "lsf-lsf_queue-newline", lambda: _dryrun("lsf", {"lsf_queue": "q\n#BSUB -x"}), "lsf_queue"
     ),
     Case("lsf-jobdir-nul", lambda: _dryrun("lsf", {"jobdir": "/tmp/\x00"}), "jobdir"),
+    # issue 31: what the backend would reject later, refused at dryrun
+    Case(
+        "slurm-partition-space", lambda: _dryrun("slurm", {"partition": "debug gpu"}), "partition"
+    ),
+    Case(
+        "slurm-partition-empty-item", lambda: _dryrun("slurm", {"partition": "a,,b"}), "partition"
+    ),
+    Case("slurm-account-space", lambda: _dryrun("slurm", {"account": "my lab"}), "account"),
+    Case("slurm-qos-tab", lambda: _dryrun("slurm", {"qos": "hi\tlo"}), "qos"),
+    Case("lsf-jobdir-relative", lambda: _dryrun("lsf", {"jobdir": "jobs/run1"}), "jobdir"),
+    Case("lsf-jobdir-dot", lambda: _dryrun("lsf", {"jobdir": "."}), "jobdir"),
+    Case(
+        "kubernetes_mcad-coscheduler_name-upper",
+        lambda: _dryrun("kubernetes_mcad", {"coscheduler_name": "Scheduler Plugins"}),
+        "coscheduler_name",
+    ),
+    Case(
+        "local_docker-copy_env-empty-item",
+        lambda: _dryrun("local_docker", {"copy_env": ["AWS_*", ""]}),
+        "copy_env",
+    ),
+    Case(
+        "local_docker-copy_env-from-str",
+        lambda: _dryrun("local_docker", {"copy_env": "AWS_*,,HF_TOKEN"}),
+        "copy_env",
+    ),
+    Case(
+        "local_docker-memory-below-engine-minimum",
+        lambda: _dryrun("local_docker", app=_app(resource=Resource(1, 0, 5))),
+        "memMB",
+    ),
+    Case(
+        "aws_sagemaker-role_arn-not-an-arn",
+        lambda: _dryrun("aws_sagemaker", {"role_arn": "my-sagemaker-role"}),
+        "role_arn",
+    ),
+    Case(
+        "aws_sagemaker-role_arn-short-account",
+        lambda: _dryrun("aws_sagemaker", {"role_arn": "arn:aws:iam::1234:role/sm"}),
+        "role_arn",
+    ),
+    Case(
+        "aws_sagemaker-role_arn-user-not-role",
+        lambda: _dryrun("aws_sagemaker", {"role_arn": "arn:aws:iam::123456789012:user/me"}),
+        "role_arn",
+    ),
+    Case(
+        "aws_sagemaker-max_run-over-28-days",
+        lambda: _dryrun("aws_sagemaker", {"max_run": 29 * 86400}),
+        "max_run",
+    ),
+    Case(
+        "aws_batch-job_role_arn-malformed",
+        lambda: _dryrun("aws_batch", {"job_role_arn": "arn:aws:iam:us-east-1:123456789012:role/x"}),
+        "job_role_arn",
+    ),
+    Case(
+        "aws_batch-execution_role_arn-malformed",
+        lambda: _dryrun("aws_batch", {"execution_role_arn": "ecsTaskExecutionRole"}),
+        "execution_role_arn",
+    ),
+    Case(
+        "aws_batch-queue-arn-malformed",
+        lambda: _dryrun("aws_batch", {"queue": "arn:aws:batch:us-east-1:123:job-queue/q"}),
+        "queue",
+    ),
+    Case("aws_batch-queue-space", lambda: _dryrun("aws_batch", {"queue": "my queue"}), "queue"),
     Case("unknown-scheduler", lambda: _dryrun("local_cwdd"), "local_cwdd"),
     Case("scheduler-int", lambda: _dryrun(3), "scheduler"),  # type: ignore[arg-type]
 ]
@@ -214,3 +281,17 @@ CASES += [
 @pytest.mark.parametrize(("call", "field"), [c.param() for c in CASES])
 def test_rejected(call: Any, field: str) -> None:
     assert_rejected(call, field)
+
+
+def test_option_values_that_can_work_still_pass() -> None:
+    """The forms the backends accept: several Slurm partitions, ~ job dirs, real ARNs."""
+    _dryrun("slurm", {"partition": "debug,gpu", "account": "lab-1", "qos": "normal"})
+    _dryrun("lsf", {"jobdir": "~/.anylaunch/lsf"})
+    arn = "arn:aws:iam::123456789012:role/service-role/AmazonSageMaker-ExecutionRole"
+    _dryrun("aws_sagemaker", {"role_arn": arn, "max_run": 28 * 86400})
+    queue = "arn:aws-us-gov:batch:us-gov-west-1:123456789012:job-queue/gpu_q"
+    _dryrun("aws_batch", {"queue": queue, "execution_role_arn": arn})
+    _dryrun("kubernetes_mcad", {"coscheduler_name": "scheduler-plugins-scheduler"})
+    _dryrun(
+        "local_docker", {"copy_env": ["AWS_*", "HF_TOKEN"]}, app=_app(resource=Resource(1, 0, 6))
+    )

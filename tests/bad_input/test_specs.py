@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -10,12 +11,17 @@ import pytest
 from anylaunch.specs import (
     AppDef,
     AppStatus,
+    BindMount,
+    DeviceMount,
     Resource,
     Role,
+    VolumeMount,
+    Workspace,
     parse_app_handle,
     parse_mounts,
 )
 from anylaunch.specs.file_linter import parse_fn_docstring, validate
+from anylaunch.specs.handles import make_app_handle
 from tests.bad_input.conftest import Case, assert_rejected
 
 BAD_NAMES: list[tuple[str, Any]] = [
@@ -133,7 +139,51 @@ CASES += [
     Case("file_linter-fn-none", lambda: validate("c.py", None), "component_function"),  # type: ignore[arg-type]
     Case("file_linter-validators-str", lambda: validate("c.py", "fn", "x"), "validators"),  # type: ignore[arg-type]
     Case("file_linter-docstring-none", lambda: parse_fn_docstring(None), "docstring"),  # type: ignore[arg-type]
+    # issue 31: every spec field type-checked at construction
+    Case("role-metadata-list", lambda: _role(metadata=["a"]), "metadata"),
+    Case("role-metadata-int-key", lambda: _role(metadata={1: "a"}), "metadata"),
+    Case("role-overrides-str", lambda: _role(overrides="spec"), "overrides"),
+    Case("appdef-metadata-str", lambda: AppDef("a", [_role()], metadata="x"), "metadata"),  # type: ignore[arg-type]
+    Case("role-workspace-str", lambda: _role(workspace="."), "workspace"),
+    Case("role-image-blank", lambda: _role_image(" "), "image"),
+    Case("role-image-newline", lambda: _role_image("img\n"), "image"),
+    Case("bindmount-src-none", lambda: BindMount(None, "/x"), "src_path"),  # type: ignore[arg-type]
+    Case("bindmount-dst-path", lambda: BindMount("/x", Path("/y")), "dst_path"),  # type: ignore[arg-type]
+    Case("bindmount-read_only-str", lambda: BindMount("/x", "/y", "no"), "read_only"),  # type: ignore[arg-type]
+    Case("volumemount-src-int", lambda: VolumeMount(3, "/x"), "src"),  # type: ignore[arg-type]
+    Case("devicemount-dst-none", lambda: DeviceMount("/dev/x", None), "dst_path"),  # type: ignore[arg-type]
+    Case("devicemount-permissions-int", lambda: DeviceMount("/dev/x", "/dev/x", 7), "permissions"),  # type: ignore[arg-type]
+    Case("mount-changed-after", lambda: _role(mounts=[_changed_mount()]), "dst_path"),
+    Case("resource-cpu-huge", lambda: Resource(cpu=10**30, gpu=0, memMB=1), "cpu"),
+    Case("resource-gpu-huge", lambda: Resource(cpu=1, gpu=10**6, memMB=1), "gpu"),
+    Case("resource-memMB-huge", lambda: Resource(cpu=1, gpu=0, memMB=2**40), "memMB"),
+    Case("workspace-from_str-int", lambda: Workspace.from_str(3), "workspace"),  # type: ignore[arg-type]
+    Case("workspace-empty-local", lambda: Workspace({"": "x"}), "Workspace.projects"),
+    Case("workspace-remote-absolute", lambda: Workspace({"a": "/etc"}), "Workspace.projects"),
+    Case("workspace-remote-dotdot", lambda: Workspace({"a": "x/../../y"}), "Workspace.projects"),
+    Case("make_app_handle-int", lambda: make_app_handle(1, "s", "a"), "scheduler"),  # type: ignore[arg-type]
+    Case("make_app_handle-none", lambda: make_app_handle("local", None, "a"), "session_name"),  # type: ignore[arg-type]
+    Case("make_app_handle-empty-id", lambda: make_app_handle("local", "s", ""), "app_id"),
 ]
+
+
+def _role_image(image: str) -> Role:
+    return Role("w", image, entrypoint="echo")
+
+
+def _changed_mount() -> BindMount:
+    mount = BindMount("/x", "/y")
+    mount.dst_path = None  # type: ignore[assignment]
+    return mount
+
+
+def test_torchx_values_still_work() -> None:
+    """What TorchX accepts and can work: no image (slurm, lsf), the empty workspace, bounds."""
+    assert Role("w", "", entrypoint="true").image == ""
+    assert not Workspace({}) and not Workspace.from_str(None)
+    assert Workspace({"a": "x/./y"}).projects == {"a": "x/./y"}
+    assert Resource(cpu=65_536, gpu=1_024, memMB=2**30).memMB == 2**30
+    assert BindMount("/x", "/y").read_only is False
 
 
 @pytest.mark.parametrize(("call", "field"), [c.param() for c in CASES])
