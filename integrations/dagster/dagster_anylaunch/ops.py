@@ -27,16 +27,38 @@ from pydantic import Field, field_validator
 from anylaunch.runner.engine_names import check_component_name, check_scheduler_name
 from anylaunch.specs.api import AppDef, AppStatus
 from anylaunch.specs.checks import check_type
-from anylaunch.specs.errors import InvalidSpecError
+from anylaunch.specs.errors import AnylaunchError, InvalidSpecError
 from anylaunch.specs.runopts import CfgVal
 from dagster_anylaunch._lifecycle import AnylaunchRun, AppWatch, Context
 from dagster_anylaunch.placement import AnylaunchTarget, targets_as_config
 from dagster_anylaunch.resources import AnylaunchResource, ComponentArgs
 
-__all__ = ["AnylaunchOpConfig", "anylaunch_op", "build_anylaunch_op"]
+__all__ = ["AnylaunchConfigError", "AnylaunchOpConfig", "anylaunch_op", "build_anylaunch_op"]
 
 #: Resource key the ops and assets look the AnylaunchResource up under by default.
 DEFAULT_RESOURCE_KEY = "anylaunch"
+
+
+class AnylaunchConfigError(dg.Failure, AnylaunchError):
+    """A name in an op's or asset's config cannot work: raised as the config is built, in
+    Python or by the step from run config, where it fails the step without retries.
+
+    Not a ``ValueError``: pydantic would turn it into a validation error, which Dagster
+    retries. ``field`` and ``value`` are those of the ``InvalidSpecError`` it carries.
+    """
+
+    def __init__(self, error: InvalidSpecError) -> None:
+        super().__init__(description=str(error), allow_retries=False)
+        self.field, self.value = error.field, error.value
+
+
+def _checked_name(check: Callable[[str, object], str], field: str, value: str | None) -> str | None:
+    if value is None:
+        return None
+    try:
+        return check(field, value)
+    except InvalidSpecError as e:
+        raise AnylaunchConfigError(e) from e
 
 
 class AnylaunchOpConfig(dg.Config):
@@ -93,16 +115,16 @@ class AnylaunchOpConfig(dg.Config):
         "attempt launched if it is still running or succeeded.",
     )
 
+    # a typo fails as the config is built (Definitions, or the step's start), not at launch
     @field_validator("component")
     @classmethod
     def _known_component(cls, value: str | None) -> str | None:
-        # a typo fails as the config is built (Definitions, or the step's start), not at launch
-        return None if value is None else check_component_name("component", value)
+        return _checked_name(check_component_name, "component", value)
 
     @field_validator("scheduler")
     @classmethod
     def _known_scheduler(cls, value: str | None) -> str | None:
-        return None if value is None else check_scheduler_name("scheduler", value)
+        return _checked_name(check_scheduler_name, "scheduler", value)
 
 
 def _check_factory_args(

@@ -96,8 +96,8 @@ def test_typos_get_a_did_you_mean_where_they_are_defined() -> None:
     from pydantic import ValidationError
 
     from anylaunch.specs.errors import UnknownSchedulerException
-    from dagster_anylaunch import AnylaunchResource, anylaunch_op
-    from dagster_anylaunch.ops import AnylaunchOpConfig
+    from dagster_anylaunch import AnylaunchResource, build_anylaunch_op
+    from dagster_anylaunch.ops import AnylaunchConfigError, AnylaunchOpConfig
 
     with pytest.raises(ValidationError, match=r"scheduler='kubernetez'.*'kubernetes'"):
         AnylaunchResource(scheduler="kubernetez")
@@ -106,20 +106,24 @@ def test_typos_get_a_did_you_mean_where_they_are_defined() -> None:
     with pytest.raises(Exception, match=r"component='utils\.ecoh'.*Did you mean 'utils\.echo'"):
         _op(component="utils.ecoh")
     # a RunConfig built in the definitions module fails as the module loads
-    with pytest.raises(Exception, match=r"Did you mean 'local_cwd'") as err:
+    with pytest.raises(AnylaunchConfigError, match=r"Did you mean 'local_cwd'") as err:
         dg.RunConfig(ops={"anylaunch_op": AnylaunchOpConfig(scheduler="local_cdw")})
-    assert "unknown scheduler" in str(err.value)
+    assert err.value.field == "scheduler" and not err.value.allow_retries
+    assert isinstance(err.value.__cause__, UnknownSchedulerException)
 
     @dg.job(resource_defs={"anylaunch": AnylaunchResource(scheduler="local_cwd")})
     def typo_job() -> None:
-        anylaunch_op()
+        build_anylaunch_op("anylaunch_op", retry_policy=dg.RetryPolicy(max_retries=2))()
 
-    # run config given at launch: the step fails as its config is built, before any launch
+    # run config given at launch: the step fails as its config is built, before any launch,
+    # without using the op's retries
     config = {"ops": {"anylaunch_op": {"config": {"component": "utils.ecoh"}}}}
     result = typo_job.execute_in_process(run_config=config, raise_on_error=False)
     assert not result.success
-    failure = result.get_step_failure_events()[0].step_failure_data.error
-    assert failure is not None and "Did you mean 'utils.echo'" in str(failure.to_string())
+    failure = result.failure_data_for_node("anylaunch_op")
+    assert failure is not None and failure.user_failure_data is not None
+    assert "Did you mean 'utils.echo'" in (failure.user_failure_data.description or "")
+    assert not [e for e in result.all_events if e.event_type_value == "STEP_UP_FOR_RETRY"]
 
 
 def test_names_that_can_work_pass() -> None:

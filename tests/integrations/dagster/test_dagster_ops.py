@@ -4,7 +4,7 @@ fails the step with metadata, a run timeout cancels the app, secrets stay out of
 
 import sys
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Any, Dict, List, Optional
 
 import dagster as dg
 import pytest
@@ -18,6 +18,7 @@ from dagster_anylaunch import (
     build_anylaunch_asset,
     build_anylaunch_op,
 )
+from dagster_anylaunch.ops import AnylaunchConfigError
 from tests.integrations.flaky_apps import FAILS_ONCE, FIRST_FAILURE_IDS, FIRST_FAILURES
 
 FAST = AnylaunchResource(poll_interval_s=0.2)
@@ -299,14 +300,13 @@ def test_the_scheduler_can_come_from_an_env_var(
 @pytest.mark.parametrize(
     ("config", "expected"),
     [
-        (
-            AnylaunchOpConfig(component="utils.echo", scheduler="lokal_cwd"),
-            "Did you mean 'local_cwd'?",
-        ),
+        # typos in names: run config is checked as the step builds the config (in Python,
+        # AnylaunchOpConfig(...) itself refuses them)
+        ({"component": "utils.echo", "scheduler": "lokal_cwd"}, "Did you mean 'local_cwd'?"),
         (AnylaunchOpConfig(component="utils.echo", cfg={"log_dirr": "/tmp"}), "log_dir"),
         (AnylaunchOpConfig(), "component=None is invalid: there is no app to launch"),
         (AnylaunchOpConfig(component="utils.echo", component_args=["--nope"]), "--nope"),
-        (AnylaunchOpConfig(component="utils.no_such_component"), "no_such_component"),
+        ({"component": "utils.no_such_component"}, "no_such_component"),
         (
             AnylaunchOpConfig(
                 component="utils.echo", component_args=["--msg", "a"], component_params={"msg": "b"}
@@ -326,13 +326,17 @@ def test_the_scheduler_can_come_from_an_env_var(
     ],
 )
 def test_bad_op_config_fails_the_step_clearly_without_launching_or_retrying(
-    config: AnylaunchOpConfig, expected: str, instance: dg.DagsterInstance, launched_apps
+    config: AnylaunchOpConfig | dict, expected: str, instance: dg.DagsterInstance, launched_apps
 ) -> None:
     op_def = build_anylaunch_op("configured", retry_policy=dg.RetryPolicy(max_retries=2))
+    if isinstance(config, dict):
+        run_config: Any = {"ops": {"configured": {"config": config}}}
+        with pytest.raises(AnylaunchConfigError, match=expected):
+            AnylaunchOpConfig(**config)
+    else:
+        run_config = dg.RunConfig(ops={"configured": config})
     result = one_op_job(op_def).execute_in_process(
-        instance=instance,
-        run_config=dg.RunConfig(ops={"configured": config}),
-        raise_on_error=False,
+        instance=instance, run_config=run_config, raise_on_error=False
     )
     assert not result.success
     failure = result.failure_data_for_node("configured")
