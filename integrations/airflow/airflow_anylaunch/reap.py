@@ -187,13 +187,28 @@ class AnylaunchReapOperator(BaseOperator):
             from anylaunch.specs.errors import InvalidSpecError
 
             raise InvalidSpecError("dry_run", dry_run, "must be a bool", "pass True or False")
+        from airflow_anylaunch._common import is_template
+        from anylaunch.runner.engine_names import check_scheduler_name
+
+        for i, scheduler in enumerate(schedulers):
+            if not is_template(scheduler):  # a template is checked once rendered
+                check_scheduler_name(f"schedulers[{i}]", scheduler)
         self.schedulers = list(schedulers)
         self.report_only = dry_run  # BaseOperator.dry_run is a method
 
     def execute(self, context: Context) -> dict[str, Any]:
         from anylaunch.runner import get_runner
+        from anylaunch.runner.engine_names import check_scheduler_name
         from anylaunch.runner.reap import reap
+        from anylaunch.specs.errors import InvalidSpecError
 
+        try:  # the rendered names (a template was not checked when the DAG was parsed)
+            for i, scheduler in enumerate(self.schedulers):
+                check_scheduler_name(f"schedulers[{i}]", scheduler)
+        except InvalidSpecError as e:
+            from airflow_anylaunch.exceptions import AnylaunchInputError
+
+            raise AnylaunchInputError(f"{type(e).__name__}: {e}") from e
         with get_runner() as runner:
             report = reap(
                 runner,

@@ -12,6 +12,7 @@ from typing import Any
 import dagster as dg
 
 from anylaunch.runner.reap import OwnerState, reap
+from anylaunch.specs.errors import InvalidSpecError
 
 __all__ = ["DagsterOwnerChecker", "build_anylaunch_reaper_sensor", "owner_checker"]
 
@@ -55,7 +56,13 @@ def build_anylaunch_reaper_sensor(
         defs = dg.Definitions(sensors=[build_anylaunch_reaper_sensor(["kubernetes"])])
         ```
     """
-    chosen = list(schedulers)
+    from anylaunch.runner.engine_names import check_scheduler_name
+
+    if isinstance(schedulers, str):
+        raise InvalidSpecError(
+            "schedulers", schedulers, "must be a list of scheduler names", "e.g. ['kubernetes']"
+        )
+    chosen = [check_scheduler_name(f"schedulers[{i}]", s) for i, s in enumerate(schedulers)]
 
     @dg.sensor(
         name=name,

@@ -47,6 +47,12 @@ def _trigger(**kwargs: Any) -> Any:
     return AnylaunchAppTrigger(**kwargs)
 
 
+def _reap(**kwargs: Any) -> Any:
+    from airflow_anylaunch.reap import AnylaunchReapOperator
+
+    return AnylaunchReapOperator(task_id="reap", **kwargs)
+
+
 def _extra(extra: Any) -> Any:
     from airflow_anylaunch.hooks import AnylaunchSettings
 
@@ -135,6 +141,8 @@ CASES: list[Case] = [
     Case("trigger-log_positions-float", lambda: _trigger(log_positions={"w/0": 1.5}), "w/0"),
     Case("trigger-log_positions-int-key", lambda: _trigger(log_positions={0: 1}), "log_positions"),
     Case("trigger-unknown-kwarg", lambda: _trigger(poll_intervall=3), "poll_intervall"),
+    Case("reap-scheduler-unknown", lambda: _reap(schedulers=["kubernetez"]), "schedulers[0]"),
+    Case("reap-scheduler-empty", lambda: _reap(schedulers=["slurm", ""]), "schedulers[1]"),
     Case("conn-unknown-key", lambda: _extra({"shceduler": "local_cwd"}), "shceduler"),
     Case("conn-unknown-scheduler", lambda: _extra({"scheduler": "kubernetez"}), "scheduler"),
     Case("conn-scheduler-int", lambda: _extra({"scheduler": 3}), "scheduler"),
@@ -177,6 +185,7 @@ def test_names_that_can_work_pass() -> None:
     _op(component="{{ params.component }}")  # a template is checked once rendered
     _op(scheduler="{{ var.value.scheduler }}")
     _op(env={"JAVA.OPTS": "x", "HF_TOKEN": "{{ conn.hf.password }}"})
+    _reap(schedulers=["local_cwd", "{{ var.value.scheduler }}"])
     extra = {"extra__anylaunch__scheduler": "local_cwd", "cfg": {}, "session": "team-a"}
     assert AnylaunchSettings.from_extra(extra).scheduler == "local_cwd"
     assert AnylaunchSettings.from_extra({"scheduler": "", "session": None}).scheduler is None

@@ -38,6 +38,12 @@ def _asset(**kwargs: Any) -> Any:
     return build_anylaunch_asset(**kwargs)
 
 
+def _reaper(schedulers: Any) -> Any:
+    from dagster_anylaunch.reap import build_anylaunch_reaper_sensor
+
+    return build_anylaunch_reaper_sensor(schedulers)
+
+
 def _config(**kwargs: Any) -> Any:
     from dagster_anylaunch.ops import AnylaunchOpConfig
 
@@ -80,6 +86,8 @@ CASES: list[Case] = [
     Case("op-component-empty", lambda: _op(component=""), "component"),
     Case("asset-component-unknown", lambda: _asset(component="dist.dpp"), "component"),
     Case("asset-scheduler-unknown", lambda: _asset(app=APP, scheduler="slurmm"), "scheduler"),
+    Case("reaper-scheduler-unknown", lambda: _reaper(["local_cwd", "slurmm"]), "schedulers[1]"),
+    Case("reaper-schedulers-str", lambda: _reaper("local_cwd"), "schedulers"),
     Case("config-component-unknown", lambda: _config(component="utils.ecoh"), "component"),
     Case("config-scheduler-unknown", lambda: _config(scheduler="kubernetez"), "scheduler"),
     Case("config-scheduler-empty", lambda: _config(scheduler=" "), "scheduler"),
