@@ -47,7 +47,9 @@ def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
 
 def _app(script: str) -> AppDef:
-    return AppDef("held", [Role("w", BUSYBOX, entrypoint="sh", args=["-c", script], resource=SMALL)])
+    return AppDef(
+        "held", [Role("w", BUSYBOX, entrypoint="sh", args=["-c", script], resource=SMALL)]
+    )
 
 
 def _objects(client: KubeClient, namespace: str, handle: str) -> list[dict[str, Any]]:
@@ -125,9 +127,9 @@ def test_a_cancelled_held_app_stops_and_is_released_once_archived(
         status = runner.wait(handle, wait_interval=1, timeout=WAIT_S)
         assert status is not None and status.state == AppState.CANCELLED, status
     wait_for(
-        lambda: not [
-            o for o in _objects(kube_client, kube_namespace, handle) if o["kind"] == "Pod"
-        ],
+        lambda: (
+            not [o for o in _objects(kube_client, kube_namespace, handle) if o["kind"] == "Pod"]
+        ),
         WAIT_S,
         "the cancelled app's pods to be gone once archived",
     )
