@@ -23,4 +23,7 @@ Conventions:
   on interrupt would turn a closed terminal into a lost job.
 - Expected errors print one line ``anylaunch: error: ...``; ``ANYLAUNCH_DEBUG=1`` adds the
   traceback.
+- ``run --stdin`` takes the run's arguments as one JSON object (:mod:`anylaunch.cli.run_args`);
+  plugins add or replace subcommands through ``anylaunch.cli.cmds``
+  (:mod:`anylaunch.cli.plugin_cmds`).
 """
