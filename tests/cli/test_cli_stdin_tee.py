@@ -152,3 +152,30 @@ def test_tee_logs_from_stdin(cli: Cli) -> None:
     result = cli("run", "--stdin", input=_json(component_args={"msg": "teed"}, tee_logs=True))
     assert result.returncode == 0, result.stderr
     assert "echo/0 teed" in result.stderr
+
+
+def test_stdin_on_a_terminal_says_it_waits_for_the_json(cli: Cli) -> None:
+    import os
+    import pty
+    import subprocess
+
+    leader, follower = pty.openpty()
+    try:
+        proc = subprocess.Popen(
+            cli.argv("run", "--stdin"),
+            cwd=cli.cwd,
+            env=cli.env,
+            stdin=follower,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        os.write(leader, _json(component_args={"msg": "typed"}, dryrun=True).encode() + b"\n")
+        os.write(leader, b"\x04")  # Ctrl-D at the start of a line: end of input
+        out, err = proc.communicate(timeout=120)
+    finally:
+        os.close(leader)
+        os.close(follower)
+    assert proc.returncode == 0, err
+    assert "reading the run's arguments as JSON; end them with Ctrl-D" in err
+    assert "=== SCHEDULER REQUEST ===" in out

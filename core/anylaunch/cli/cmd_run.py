@@ -205,6 +205,8 @@ class CmdRun(SubCommand):
                 f"--stdin takes the run's arguments from the JSON on standard input: drop "
                 f"{', '.join(given)} (set them in the JSON instead)"
             )
+        if sys.stdin.isatty():
+            eprint("anylaunch: reading the run's arguments as JSON; end them with Ctrl-D")
         run_args = run_args_from_json(sys.stdin.read())
         args.scheduler = [run_args.scheduler]
         for flag in ("dryrun", "wait", "log", "tee_logs", "workspace", "parent_run_id"):
