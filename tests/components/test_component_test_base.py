@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import sys
 import unittest
+from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 
@@ -12,6 +13,7 @@ import pytest
 
 from anylaunch.components import ComponentValidationException, get_components, utils
 from anylaunch.components.component_test_base import ComponentTestCase
+from anylaunch.schedulers.local import forkserver
 from anylaunch.specs import AppDef, AppState, Role
 
 GOOD_AND_BAD = '''
@@ -89,8 +91,16 @@ def failing() -> AppDef:
     return AppDef("fails", [Role("fails", image=".", entrypoint="false")])
 
 
-def test_run_component_runs_it_to_the_end(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """A local_cwd home of the test's own, whose fork-server connections close after it."""
     monkeypatch.setenv("ANYLAUNCH_HOME", str(tmp_path / "home"))
+    yield
+    forkserver.close_connections()
+
+
+@pytest.mark.usefixtures("home")
+def test_run_component_runs_it_to_the_end() -> None:
     statuses = []
 
     class T(ComponentTestCase):
@@ -103,10 +113,8 @@ def test_run_component_runs_it_to_the_end(tmp_path: Path, monkeypatch: pytest.Mo
     assert [s.state if s else None for s in statuses] == [AppState.SUCCEEDED, AppState.FAILED]
 
 
-def test_run_component_returns_the_last_status_on_timeout(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("ANYLAUNCH_HOME", str(tmp_path / "home"))
+@pytest.mark.usefixtures("home")
+def test_run_component_returns_the_last_status_on_timeout() -> None:
     statuses = []
 
     class T(ComponentTestCase):
