@@ -164,7 +164,8 @@ def test_device_mounts_and_runopts_schema() -> None:
         {"PathOnHost": "/dev/null", "PathInContainer": "/dev/sink", "CgroupPermissions": "rw"}
     ]
     opts = dict(offline_scheduler().run_opts())
-    assert set(opts) == {"image_repo", "copy_env", "env", "privileged", "cancel_grace_s", "init"}
+    own = {"image_repo", "copy_env", "env", "privileged", "cancel_grace_s", "init"}
+    assert set(opts) == own | {"archive_url"}  # the runner's option every scheduler takes
     assert opts["cancel_grace_s"].default == 5.0
 
 

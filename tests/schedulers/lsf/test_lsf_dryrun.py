@@ -224,6 +224,7 @@ def test_runopts_are_the_documented_ones() -> None:
         "container_workdir",
         "host_network",
         "shm_size",
+        "archive_url",  # the runner's option every scheduler takes
     }
     assert "bsub -q" in str(opts)
 
