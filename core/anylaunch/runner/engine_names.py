@@ -23,6 +23,7 @@ import re
 from collections.abc import Iterable, Mapping
 
 from anylaunch.components import ComponentNotFoundException
+from anylaunch.specs.api import ENV_NAME
 from anylaunch.specs.errors import InvalidSpecError, UnknownSchedulerException, did_you_mean
 
 __all__ = [
@@ -33,9 +34,8 @@ __all__ = [
     "check_scheduler_name",
 ]
 
-# Role.env's rule: any printable name without "=", no space or control character
-_ENV_NAME = re.compile(r"[^=\x00-\x20\x7f]+")
-_VALID_PREFIX = re.compile(r"[^=\x00-\x20\x7f]*")
+# the longest start of a name that Role.env's rule (ENV_NAME) accepts
+_VALID_PREFIX = re.compile(ENV_NAME.pattern[:-1] + "*")
 
 
 class UnknownSchedulerNameError(InvalidSpecError, UnknownSchedulerException):
@@ -137,7 +137,7 @@ def check_env_names(field: str, env: object, *, secret: bool = False) -> None:
     if not isinstance(env, Mapping):
         raise InvalidSpecError(field, type(env).__name__, "must be a mapping", "e.g. {'K': 'v'}")
     for name, value in env.items():
-        if not isinstance(name, str) or not _ENV_NAME.fullmatch(name):
+        if not isinstance(name, str) or not ENV_NAME.fullmatch(name):
             raise InvalidSpecError(
                 field,
                 _shown(name, secret) if isinstance(name, str) else f"<{type(name).__name__}>",

@@ -91,8 +91,9 @@ __all__ = [
 
 
 _ROLE_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
-# any printable name without "=" (Java-style dotted names are fine); no space or control char
-_ENV_NAME = re.compile(r"[^=\x00-\x20\x7f]+")
+#: Role.env's rule for a name: any printable name without "=" (Java-style dotted names are
+#: fine); no space or control character.
+ENV_NAME = re.compile(r"[^=\x00-\x20\x7f]+")
 
 
 #: The most replicas one role may have (more is a typo, and would exhaust memory at dryrun).
@@ -555,7 +556,7 @@ class Role:
             )
         check_type(f"{where}.env", self.env, dict, "must be a dict", "")
         for key, value in self.env.items():
-            if not isinstance(key, str) or not _ENV_NAME.fullmatch(key):
+            if not isinstance(key, str) or not ENV_NAME.fullmatch(key):
                 raise InvalidSpecError(
                     f"{where}.env",
                     key,

@@ -13,6 +13,7 @@ from typing import Any
 
 from anylaunch.schedulers.aws import common as aws
 from anylaunch.schedulers.aws.common import masked_repr, masked_request
+from anylaunch.schedulers.common.devices import DEVICES
 from anylaunch.schedulers.common.roles import RANK0_ENV
 from anylaunch.specs.api import (
     AppDef,
@@ -30,7 +31,7 @@ from anylaunch.specs.errors import (
     InvalidSpecError,
     did_you_mean,
 )
-from anylaunch.specs.named_resources_aws import EFA_DEVICE, K8S_ITYPE, NEURON_DEVICE
+from anylaunch.specs.named_resources_aws import K8S_ITYPE
 from anylaunch.specs.structured_opts import StructuredOpts
 
 log: logging.Logger = logging.getLogger(__name__)
@@ -107,7 +108,6 @@ _ULIMITS = [
     "sigpending",
     "stack",
 ]
-_DEVICE_PATHS = {EFA_DEVICE: "/dev/infiniband/uverbs{}", NEURON_DEVICE: "/dev/neuron{}"}
 _PERMISSIONS = {"r": "READ", "w": "WRITE", "m": "MKNOD"}
 _EFS_ID = re.compile(r"^fs-[0-9a-f]{8,40}$")
 _SHELL_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -318,16 +318,16 @@ def device_mounts(role: Role) -> list[DeviceMount]:
     for name, count in role.resource.devices.items():
         if count <= 0:
             continue
-        pattern = _DEVICE_PATHS.get(name)
-        if pattern is None:
+        to_mounts = DEVICES.get(name)
+        if to_mounts is None:
             raise InvalidSpecError(
                 f"Role[{role.name}].resource.devices",
                 name,
                 "is a device AWS Batch cannot map to host devices",
-                f"use one of {', '.join(_DEVICE_PATHS)}, or mount the device with "
+                f"use one of {', '.join(DEVICES)}, or mount the device with "
                 "type=device,src=/dev/...",
             )
-        mounts += [DeviceMount(pattern.format(i), pattern.format(i)) for i in range(count)]
+        mounts += to_mounts(count)
     return mounts
 
 
