@@ -43,6 +43,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from anylaunch.schedulers.api import ARCHIVE_URL_ENV
 from anylaunch.specs.api import AppDef, AppHandle, AppStatus, Role, parse_app_handle
 from anylaunch.specs.errors import InvalidSpecError
 from anylaunch.specs.runopts import CfgVal
@@ -63,8 +64,6 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-#: The environment variable that sets the archive URL.
-ARCHIVE_URL_ENV = "ANYLAUNCH_ARCHIVE_URL"
 #: A claim older than this whose record has no status is a dead writer's: take it over.
 STALE_CLAIM_S = 600.0
 _NOT_DURABLE = ("memory://", "memory:")

@@ -31,6 +31,7 @@ from anylaunch.specs.errors import AnylaunchError, InvalidSpecError, did_you_mea
 
 if TYPE_CHECKING:
     from anylaunch.runner.api import Runner
+    from anylaunch.schedulers.api import ListAppResponse
 
 __all__ = [
     "LiveApp",
@@ -214,14 +215,12 @@ def plan(apps: Iterable[LiveApp], owners: Mapping[str, OwnerState]) -> list[Reap
     return actions
 
 
-def _live_apps(runner: Runner, scheduler: str) -> list[LiveApp]:
-    """The scheduler's live apps; its ended ones are settled on the way (:func:`_settle`)."""
+def _live_apps(runner: Runner, listing: Sequence[ListAppResponse]) -> list[LiveApp]:
+    """The live apps of a scheduler's ``listing``, each with its owner."""
     from anylaunch.runner.api import ENV_ANYLAUNCH_PARENT_RUN_ID
     from anylaunch.specs.api import is_terminal
 
     found = []
-    listing = runner.list(scheduler)
-    _settle(runner, [listed.app_handle for listed in listing if is_terminal(listed.state)])
     for listed in listing:
         if is_terminal(listed.state):
             continue
@@ -259,7 +258,13 @@ def reap(
     owners, and cancels the orphans (unless ``dry_run``). Owners of engines without a checker
     are UNKNOWN, so their apps are kept. The ended apps listed are archived where they have an
     archive and no record yet (see :mod:`anylaunch.runner.archive`)."""
-    apps = [app for scheduler in schedulers for app in _live_apps(runner, scheduler)]
+    from anylaunch.specs.api import is_terminal
+
+    apps: list[LiveApp] = []
+    for scheduler in schedulers:
+        listing = runner.list(scheduler)
+        _settle(runner, [listed.app_handle for listed in listing if is_terminal(listed.state)])
+        apps += _live_apps(runner, listing)
     by_engine: dict[str, list[str]] = {}
     for app in apps:
         engine = engine_of(app.owner) if app.owner else None

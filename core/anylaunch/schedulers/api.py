@@ -34,6 +34,7 @@ from anylaunch.specs.runopts import CfgVal, runopts
 from anylaunch.specs.structured_opts import StructuredOpts
 
 __all__ = [
+    "ARCHIVE_URL_ENV",
     "ARCHIVE_URL_OPT",
     "CANCEL_REQUESTED",
     "RUNNER_OPTS",
@@ -74,6 +75,9 @@ class Stream(str, Enum):
 #: The run option every scheduler takes that names the app's archive (see
 #: :mod:`anylaunch.runner.archive`): the Runner acts on it, the backend's request never sees it.
 ARCHIVE_URL_OPT = "archive_url"
+#: The role env variable in which the Runner names the app's archive (backends that keep
+#: something for the archive's sake, e.g. Kubernetes' hold, look for it).
+ARCHIVE_URL_ENV = "ANYLAUNCH_ARCHIVE_URL"
 #: Run options every scheduler takes that its runner acts on (stripped before the backend's
 #: :meth:`Scheduler._submit_dryrun`).
 RUNNER_OPTS = (ARCHIVE_URL_OPT,)

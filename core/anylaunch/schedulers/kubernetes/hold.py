@@ -24,6 +24,7 @@ import logging
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from anylaunch.schedulers.api import ARCHIVE_URL_ENV
 from anylaunch.specs.api import AppDef
 
 if TYPE_CHECKING:
@@ -35,8 +36,6 @@ logger = logging.getLogger(__name__)
 
 #: The finalizer that keeps an archived app's Jobs and pods until its record is written.
 ARCHIVE_FINALIZER = "anylaunch.io/archive"
-#: The role env variable that names the app's archive (the runner sets it).
-_ARCHIVE_ENV = "ANYLAUNCH_ARCHIVE_URL"
 #: How often a release retries a write that raced another (409 Conflict).
 _CONFLICT_RETRIES = 5
 
@@ -48,7 +47,7 @@ def wants_hold(app: AppDef) -> bool:
     >>> wants_hold(AppDef("a", [Role("w", "img", env={"ANYLAUNCH_ARCHIVE_URL": "/arch"})]))
     True
     """
-    return any(role.env.get(_ARCHIVE_ENV) for role in app.roles)
+    return any(role.env.get(ARCHIVE_URL_ENV) for role in app.roles)
 
 
 def hold(objects: Iterable[dict[str, Any]], ttl: int | None, held: bool = True) -> None:
