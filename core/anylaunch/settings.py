@@ -1,7 +1,7 @@
 """The names of the environment variables anylaunch reads or sets (TorchX's
 ``torchx.settings``, with ``TORCHX`` read as ``ANYLAUNCH``).
 
-Each is the same string as the constant of the module that uses it (e.g.
+The one definition of each: the modules that use them import them from here (e.g.
 :data:`anylaunch.tracker.api.ENV_ANYLAUNCH_JOB_ID`); this module imports nothing.
 
 >>> ENV_ANYLAUNCH_JOB_ID  # set in a job anylaunch launched, to its app handle

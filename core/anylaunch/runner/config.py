@@ -42,6 +42,7 @@ from collections.abc import Iterable, MutableMapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from anylaunch.settings import ENV_ANYLAUNCHCONFIG
 from anylaunch.specs.errors import InvalidRunConfigException, InvalidSpecError, did_you_mean
 from anylaunch.specs.runopts import CfgVal, camel_to_snake, runopt, runopts
 
@@ -69,8 +70,6 @@ CONFIG_FILE = ".anylaunchconfig"
 CONFIG_PREFIX_DELIM = ":"
 #: The section of anylaunch's own settings (not a scheduler's).
 GLOBAL_SECTION = "anylaunch"
-#: Environment variable naming the only config file to read.
-ENV_ANYLAUNCHCONFIG = "ANYLAUNCHCONFIG"
 #: Placeholder that ``dump`` writes for required options; loading it is an error.
 FIXME = "FIXME"
 

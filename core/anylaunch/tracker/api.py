@@ -20,6 +20,11 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from anylaunch.settings import (
+    ENV_ANYLAUNCH_JOB_ID,
+    ENV_ANYLAUNCH_PARENT_RUN_ID,
+    ENV_ANYLAUNCH_TRACKERS,
+)
 from anylaunch.specs.errors import AnylaunchError
 from anylaunch.tracker.checks import check_metadata, check_name, check_path, check_run_id
 from anylaunch.tracker.errors import TrackerLoadError
@@ -41,13 +46,6 @@ __all__ = [
 
 logger: logging.Logger = logging.getLogger(__name__)
 
-#: In a job: the tracker factories to build, comma-separated (names or ``module:function``).
-#: In a launcher: overrides the ``[anylaunch:tracker]`` names (an empty value: no tracker).
-ENV_ANYLAUNCH_TRACKERS = "ANYLAUNCH_TRACKERS"
-#: Injected into every role when a parent run id is given (or set in the launcher's env).
-ENV_ANYLAUNCH_PARENT_RUN_ID = "ANYLAUNCH_PARENT_RUN_ID"
-#: Injected into every role: the app's own handle (the scheduler substitutes ``${app_id}``).
-ENV_ANYLAUNCH_JOB_ID = "ANYLAUNCH_JOB_ID"
 #: The id of an :class:`AppRun` made outside an anylaunch job (it tracks nothing).
 UNDEFINED_RUN_ID = "<UNDEFINED>"
 
