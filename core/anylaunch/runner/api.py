@@ -11,26 +11,22 @@ True
 
 from __future__ import annotations
 
-import copy
 import functools
 import logging
-import os
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 from anylaunch.runner.errors import AppWaitTimeoutError
 from anylaunch.runner.events.runner_hooks import recorded
 from anylaunch.schedulers import get_scheduler_factories
 from anylaunch.schedulers.api import (
-    ARCHIVE_URL_OPT,
     DescribeAppResponse,
     ListAppResponse,
     Scheduler,
     SchedulerFactory,
     Stream,
-    backend_cfg,
 )
 from anylaunch.schedulers.common.capacity import Capacity
 from anylaunch.schedulers.common.changes import ChangeFeed
@@ -44,7 +40,6 @@ from anylaunch.specs.api import (
     AppStatus,
     Workspace,
     is_terminal,
-    macros,
     make_app_handle,
     parse_app_handle,
 )
@@ -260,6 +255,32 @@ class Runner(Closing):
 
         return materialize(component, component_args, self._component_defaults)
 
+    @overload
+    def run(
+        self,
+        app: AppDef,
+        scheduler: str | None = ...,
+        cfg: Mapping[str, CfgVal] | None = ...,
+        workspace: str | Workspace | None = ...,
+        parent_run_id: str | None = ...,
+        *,
+        placement: Placement | None = ...,
+        dryrun: Literal[False] = ...,
+    ) -> AppHandle: ...
+
+    @overload
+    def run(
+        self,
+        app: AppDef,
+        scheduler: str | None = ...,
+        cfg: Mapping[str, CfgVal] | None = ...,
+        workspace: str | Workspace | None = ...,
+        parent_run_id: str | None = ...,
+        *,
+        placement: None = ...,
+        dryrun: Literal[True],
+    ) -> AppDryRunInfo[Any]: ...
+
     def run(
         self,
         app: AppDef,
@@ -269,20 +290,40 @@ class Runner(Closing):
         parent_run_id: str | None = None,
         *,
         placement: Placement | None = None,
-    ) -> AppHandle:
+        dryrun: bool = False,
+    ) -> AppHandle | AppDryRunInfo[Any]:
         """Dry-runs then schedules ``app``; everything is validated before submission.
+
+        With ``dryrun=True`` nothing is submitted: the request is rendered exactly as
+        :meth:`dryrun` renders it and returned (print it, or pass it to :meth:`schedule`).
+        ``app`` is never modified: the patched copy (workspace image, injected env) is the
+        returned request's ``info.app``.
+
+        >>> from anylaunch.specs import AppDef, Role
+        >>> app = AppDef("hi", roles=[Role("echo", image="/tmp", entrypoint="echo")])
+        >>> with get_runner() as runner:
+        ...     info = runner.run(app, "local_cwd", dryrun=True)
+        >>> info.app.roles[0].env["ANYLAUNCH_SESSION"], "ANYLAUNCH_SESSION" in app.roles[0].env
+        ('anylaunch', False)
 
         With ``placement`` (instead of ``scheduler`` and ``cfg``) the app goes to the first
         of its targets that can run it now and keeps one stable handle while it moves
         between targets (see :mod:`anylaunch.runner.placement`).
 
+        Args:
+            dryrun: only validate and render the request (keyword-only, as in TorchX)
+
         Returns:
             the app handle ``{scheduler}://{session_name}/{app_id}`` (a placed app's:
-            ``placement://{session_name}/{app_id}``)
+            ``placement://{session_name}/{app_id}``); with ``dryrun=True`` the
+            :class:`~anylaunch.specs.AppDryRunInfo`
 
         Raises:
             NoTargetCanRunError: every target of ``placement`` said no (nothing submitted)
+            InvalidSpecError: ``dryrun`` is not a bool, or is given with ``placement``
         """
+        if not isinstance(dryrun, bool):
+            raise InvalidSpecError("dryrun", dryrun, "must be True or False", "pass dryrun=True")
         if placement is not None:
             if scheduler is not None or cfg is not None:
                 raise InvalidSpecError(
@@ -291,13 +332,22 @@ class Runner(Closing):
                     "cannot be given with placement (its targets name the schedulers)",
                     "pass either scheduler (and cfg) or placement",
                 )
+            if dryrun:
+                raise InvalidSpecError(
+                    "dryrun",
+                    dryrun,
+                    "cannot be given with placement (which target runs is decided at launch)",
+                    "dry-run a target instead: runner.run(app, target.scheduler, target.cfg, "
+                    "dryrun=True)",
+                )
             check_type("app", app, AppDef, "must be an AppDef", "pass specs.AppDef(...)")
             return self._placed.launch(app, placement, workspace, parent_run_id)
         if scheduler is None:
             raise InvalidSpecError(
                 "scheduler", None, "is required", "pass a scheduler name, or placement=..."
             )
-        return self.schedule(self.dryrun(app, scheduler, cfg, workspace, parent_run_id))
+        info = self.dryrun(app, scheduler, cfg, workspace, parent_run_id)
+        return info if dryrun else self.schedule(info)
 
     def attach(
         self,
@@ -342,42 +392,9 @@ class Runner(Closing):
             InvalidRunConfigException: cfg has an unknown, missing or mistyped option
             InvalidSpecError: the app cannot work on this scheduler
         """
-        check_type("app", app, AppDef, "must be an AppDef", "pass specs.AppDef(...)")
-        if cfg is not None and not isinstance(cfg, Mapping):
-            raise InvalidRunConfigException(
-                "cfg", cfg, "must be a mapping of option name to value", "pass a dict"
-            )
-        if parent_run_id is not None and not isinstance(parent_run_id, str):
-            raise InvalidSpecError("parent_run_id", parent_run_id, "must be a str", "pass a str")
-        app = copy.deepcopy(app)  # the caller's AppDef is never modified
-        app.validate()
-        sched = self._scheduler(scheduler)
-        sched.check_array_support(app)
-        resolved = self.resolve_cfg(scheduler, cfg)
-        self._archive.for_run(app, resolved.get(ARCHIVE_URL_OPT))
-        resolved = backend_cfg(resolved)
+        from anylaunch.runner.dryrun import prepare_and_render
 
-        sched._pre_build_validate(app, scheduler, resolved)
-        self._build_workspace(sched, app, workspace, resolved)
-        sched._validate(app, scheduler, resolved)
-
-        from anylaunch.runner.config import load_sections
-        from anylaunch.tracker.config import configured_trackers, tracker_env
-
-        parent = os.environ.get(ENV_ANYLAUNCH_PARENT_RUN_ID) or parent_run_id
-        job_id = make_app_handle(scheduler, self._name, macros.app_id)
-        tracking = tracker_env(configured_trackers(load_sections))  # the app's own env wins
-        for role in app.roles:
-            role.env[ENV_ANYLAUNCH_JOB_ID] = job_id
-            role.env[ENV_ANYLAUNCH_SESSION] = self._name
-            if parent:
-                role.env[ENV_ANYLAUNCH_PARENT_RUN_ID] = parent
-            role.env.update({k: v for k, v in tracking.items() if k not in role.env})
-
-        info = sched.submit_dryrun(app, resolved)
-        # route by the name this runner knows the scheduler by (may differ from its backend)
-        info._scheduler = scheduler
-        return info
+        return prepare_and_render(self, app, scheduler, cfg, workspace, parent_run_id)
 
     def resolve_cfg(
         self, scheduler: str, cfg: Mapping[str, CfgVal] | None = None
@@ -409,46 +426,9 @@ class Runner(Closing):
         Raises:
             UnknownSchedulerException, InvalidRunConfigException, InvalidSpecError: bad input
         """
-        check_type("app", app, AppDef, "must be an AppDef", "pass specs.AppDef(...)")
-        app = copy.deepcopy(app)
-        app.validate()
-        sched = self._scheduler(scheduler)
-        resolved = backend_cfg(self.resolve_cfg(scheduler, cfg))
-        sched._pre_build_validate(app, scheduler, resolved)
-        sched._validate(app, scheduler, resolved)
-        try:
-            return sched.check_capacity(app, resolved)
-        except (InvalidSpecError, InvalidRunConfigException):
-            raise
-        except Exception as e:  # unreachable backend, refused call: no signal, not a verdict
-            logger.warning("capacity check on %s failed: %s", scheduler, e)
-            return Capacity.unknown(f"could not ask {scheduler}: {type(e).__name__}: {e}")
+        from anylaunch.runner.dryrun import check_capacity
 
-    @staticmethod
-    def _build_workspace(
-        sched: Scheduler[Any],
-        app: AppDef,
-        workspace: str | Workspace | None,
-        cfg: Mapping[str, CfgVal],
-    ) -> None:
-        from anylaunch.schedulers.api import as_workspace
-        from anylaunch.workspace.api import WorkspaceMixin
-
-        role = app.roles[0]
-        ws = role.workspace if workspace is None else as_workspace(workspace)
-        role.workspace = ws
-        if not ws:  # None, or an empty Workspace (allowed, and falsy, as in TorchX)
-            return
-        if not isinstance(sched, WorkspaceMixin):
-            logger.warning(
-                "the %s scheduler does not support workspaces; ignoring workspace %s",
-                sched.backend,
-                ws,
-            )
-            return
-        old_image = role.image
-        sched.build_workspace_and_update_role(role, ws, cfg)
-        logger.info("workspace %s: role %s image %s -> %s", ws, role.name, old_image, role.image)
+        return check_capacity(self, app, scheduler, cfg)
 
     @recorded("schedule")
     def schedule(self, dryrun_info: AppDryRunInfo[Any]) -> AppHandle:
@@ -785,11 +765,21 @@ def get_runner(
     Args:
         name: session name for the handles (default ``"anylaunch"``)
         component_defaults: component name to ``{param: value}`` defaults
-        scheduler_params: keyword arguments passed to every scheduler factory
+        scheduler_params: keyword arguments passed to every scheduler factory; each
+            scheduler takes those it knows (``kubeconfig``, ``state_dir``, ...; TorchX's,
+            such as ``cache_size``, are accepted too)
+
+    Raises:
+        InvalidSpecError: a keyword that no scheduler takes (with a did-you-mean and the
+            accepted ones)
     """
+    from anylaunch.runner.scheduler_params import check_scheduler_params
+
+    factories = get_scheduler_factories()
+    check_scheduler_params(scheduler_params, factories)
     return Runner(
         name if name is not None else DEFAULT_SESSION_NAME,
-        get_scheduler_factories(),
+        factories,
         component_defaults,
         scheduler_params,
     )
