@@ -18,7 +18,11 @@ Which files are read, highest precedence first (a key comes from the first file 
    ``/dev/null``).
 2. else ``{dir}/.anylaunchconfig`` for each of the ``dirs`` given to a function, in order.
 3. else (no or empty ``dirs``) ``$HOME/.anylaunchconfig`` (the user's, which overlays the
-   project's), then ``./.anylaunchconfig`` (the current directory's).
+   project's), then ``./.anylaunchconfig`` (the current directory's): the directories of
+   :data:`DEFAULT_CONFIG_DIRS`, which can be replaced (as in TorchX).
+
+The schedulers whose run options cast a section's values are looked up with this module's
+``get_scheduler_factories`` (TorchX's name): patching it changes what is read and dumped.
 
 Run options passed explicitly (``cfg``) always win over every file, and the scheduler's
 defaults apply to what no file sets. Example::
@@ -42,6 +46,7 @@ from collections.abc import Iterable, MutableMapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from anylaunch.schedulers import get_scheduler_factories
 from anylaunch.settings import ENV_ANYLAUNCHCONFIG
 from anylaunch.specs.errors import InvalidRunConfigException, InvalidSpecError, did_you_mean
 from anylaunch.specs.runopts import CfgVal, camel_to_snake, runopt, runopts
@@ -49,9 +54,12 @@ from anylaunch.specs.runopts import CfgVal, camel_to_snake, runopt, runopts
 if TYPE_CHECKING:
     import configparser
 
+    from anylaunch.schedulers.api import Scheduler
+
 __all__ = [
     "CONFIG_FILE",
     "CONFIG_PREFIX_DELIM",
+    "DEFAULT_CONFIG_DIRS",
     "ENV_ANYLAUNCHCONFIG",
     "ConfigFileNotFoundError",
     "InvalidConfigFileError",
@@ -60,6 +68,7 @@ __all__ = [
     "find_configs",
     "get_config",
     "get_configs",
+    "get_scheduler_factories",
     "load",
     "load_sections",
 ]
@@ -72,6 +81,26 @@ CONFIG_PREFIX_DELIM = ":"
 GLOBAL_SECTION = "anylaunch"
 #: Placeholder that ``dump`` writes for required options; loading it is an error.
 FIXME = "FIXME"
+
+
+def _home_and_cwd() -> list[str]:
+    try:
+        home = str(Path.home())
+    except RuntimeError:  # no $HOME and no passwd entry: only the current directory
+        return [str(Path.cwd())]
+    return [home, str(Path.cwd())]
+
+
+#: The directories searched when a function is given no ``dirs`` (and ``$ANYLAUNCHCONFIG``
+#: is unset): ``$HOME`` then the current directory, as TorchX's name says. Replace or edit
+#: it to search elsewhere (tests do). Left as it is, ``$HOME`` and the current directory are
+#: looked up again on every call, so a later ``chdir`` is honoured.
+DEFAULT_CONFIG_DIRS: list[str] = _home_and_cwd()
+# what DEFAULT_CONFIG_DIRS held at import: while it still holds that, it means "look up now"
+_DEFAULT_CONFIG_DIRS_AT_IMPORT: tuple[list[str], tuple[str, ...]] = (
+    DEFAULT_CONFIG_DIRS,
+    tuple(DEFAULT_CONFIG_DIRS),
+)
 
 _UNSET = frozenset({"", "None"})
 # configparser's DEFAULT section leaks its keys into every section: treat it as a normal one
@@ -197,8 +226,7 @@ def find_configs(dirs: Iterable[str] | None = None) -> list[str]:
         return [env_file]
     dir_list = list(dirs) if dirs is not None else []
     if not dir_list:
-        # computed per call (not at import) so a changed cwd or $HOME is honoured
-        dir_list = [str(Path.home()), str(Path.cwd())]
+        dir_list = _default_dirs()
     found: list[str] = []
     seen: set[str] = set()
     for d in dir_list:
@@ -216,16 +244,46 @@ def find_configs(dirs: Iterable[str] | None = None) -> list[str]:
     return found
 
 
+def _default_dirs() -> list[str]:
+    """:data:`DEFAULT_CONFIG_DIRS` as the module holds it now (a user may have replaced or
+    edited it); untouched, ``$HOME`` and the current directory as they are now."""
+    current = DEFAULT_CONFIG_DIRS
+    original, snapshot = _DEFAULT_CONFIG_DIRS_AT_IMPORT
+    if current is original and tuple(current) == snapshot:
+        return _home_and_cwd()
+    if isinstance(current, (str, bytes)) or not isinstance(current, Iterable):
+        raise InvalidSpecError(
+            "anylaunch.runner.config.DEFAULT_CONFIG_DIRS",
+            current,
+            "must be a list of directories",
+            f"set it to [{current!r}]" if isinstance(current, str) else "set it to a list",
+        )
+    return [str(d) for d in current]
+
+
 def _canonical_keys(cfg: Iterable[str], opts: runopts) -> set[str]:
     names = {name for name, _ in opts}
     return {key if key in names else camel_to_snake(key) for key in cfg}
 
 
-def _scheduler_run_opts(scheduler: str) -> runopts:
-    # imported here: the registry is only needed when a file has a section to cast
-    from anylaunch.schedulers import get_scheduler_factory
+def _get_scheduler(name: str) -> Scheduler[Any]:
+    """A scheduler instance (session ``"_"``) made by the factory that this module's
+    :func:`get_scheduler_factories` (TorchX's lookup; patch it to change what is read)
+    registers under ``name``. Close it after use.
 
-    sched = get_scheduler_factory(scheduler)("_")
+    Raises:
+        UnknownSchedulerException: no factory has that name (with a did-you-mean)
+    """
+    from anylaunch.specs.errors import UnknownSchedulerException
+
+    factories = get_scheduler_factories()
+    if not isinstance(name, str) or name not in factories:
+        raise UnknownSchedulerException(str(name), factories)
+    return factories[name]("_")
+
+
+def _scheduler_run_opts(scheduler: str) -> runopts:
+    sched = _get_scheduler(scheduler)
     try:
         return sched.run_opts()
     finally:
@@ -422,8 +480,6 @@ def _warn_unknown_sections(parser: configparser.ConfigParser, path: str, applied
     scheduler (``[local_cwdd]``) would be ignored without a word, so say so. The ``applied``
     scheduler's own section is being read: never warn about it (a Runner may know schedulers
     that the registry does not)."""
-    from anylaunch.schedulers import get_scheduler_factories
-
     names = [
         s
         for s in parser.sections()
@@ -590,7 +646,7 @@ def dump(f: TextIO, schedulers: Sequence[str] | None = None, required_only: bool
         ValueError: a scheduler name is unknown (an UnknownSchedulerException); nothing
             is written then.
     """
-    from anylaunch.schedulers import get_scheduler_factories, get_scheduler_factory
+    from anylaunch.specs.errors import UnknownSchedulerException
 
     if isinstance(schedulers, str):
         raise InvalidSpecError(
@@ -599,17 +655,20 @@ def dump(f: TextIO, schedulers: Sequence[str] | None = None, required_only: bool
             "must be a list of scheduler names, not a str",
             f"pass schedulers=[{schedulers!r}]",
         )
-    names = list(schedulers) if schedulers else list(get_scheduler_factories())
-    factories = {name: get_scheduler_factory(name) for name in names}  # unknown names fail here
+    known = get_scheduler_factories()
+    names = list(schedulers) if schedulers else list(known)
+    for name in names:  # unknown names fail before anything is written
+        if not isinstance(name, str) or name not in known:
+            raise UnknownSchedulerException(str(name), known)
     f.write(
         f"# {CONFIG_FILE}: anylaunch defaults (INI). Sections: [SCHEDULER] run options,\n"
         "# [component:NAME] component arguments, [cli:run] `anylaunch run` defaults.\n"
         f"# Replace every {FIXME}. Optional options hold the scheduler's defaults: remove\n"
         "# the ones you keep as they are, so that a later change of a default reaches you.\n"
     )
-    for name, factory in factories.items():
+    for name in names:
         try:
-            sched = factory("_")
+            sched = _get_scheduler(name)
             try:
                 opts = sched.run_opts()
             finally:
