@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+import logging
 import warnings
 from pathlib import Path
 from typing import Any
@@ -272,11 +273,16 @@ def test_set_overlay_rejects_bad_input(
         set_overlay(target, namespace, kind, overlay)
 
 
-def test_set_overlay_rejects_non_dict_stored_namespace() -> None:
+def test_set_overlay_replaces_non_dict_stored_namespace_with_a_warning(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # as in TorchX: a namespace that is no dict holds no overlays, and set_overlay replaces it
     role = _role()
     role.metadata["k"] = 42
-    with pytest.raises(InvalidSpecError, match="'k'"):
+    with caplog.at_level(logging.WARNING, logger="anylaunch.specs.overlays"):
         set_overlay(role, "k", "Pod", {"a": 1})
+    assert get_overlay(role, "k", "Pod") == {"a": 1}
+    assert "metadata['k'] holds a int" in caplog.text
 
 
 # --- file-backed overlays --------------------------------------------------------------------

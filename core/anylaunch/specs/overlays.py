@@ -63,6 +63,7 @@ Scheduler authors declare each overlay surface once with :class:`OverlaySpec` an
 from __future__ import annotations
 
 import copy
+import logging
 import warnings
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -86,6 +87,8 @@ if TYPE_CHECKING:
     from anylaunch.specs.api import AppDef, Role
 
 _Overlay = dict[str, Any]
+
+logger: logging.Logger = logging.getLogger(__name__)
 
 __all__ = [
     "DEL",
@@ -157,23 +160,26 @@ def _check_target(target: object, namespace: object, kind: object, fn: str) -> d
 
 
 def _stored_namespace(
-    metadata: dict[str, Any], namespace: str, error: type[InvalidSpecError], fix: str
+    metadata: dict[str, Any], namespace: str, action: str
 ) -> dict[str, Any] | None:
-    """``metadata[namespace]`` as a dict (a file path or URI is loaded), None if unset; any
-    other value raises ``error`` with ``fix``."""
+    """``metadata[namespace]`` as a dict (a file path or URI is loaded), None if unset. Any
+    other value holds no overlays: as in TorchX, it is ignored with a warning (``get_overlay``
+    finds nothing, ``set_overlay`` replaces it)."""
     ns = metadata.get(namespace)
     if ns is None:
         return None
     if isinstance(ns, str):
         return load_namespace(namespace, ns)
-    check_type(
-        f"metadata[{namespace!r}]",
-        ns,
-        dict,
-        "must be a dict of kind -> overlay or a file path/URI",
-        fix,
-        error=error,
-    )
+    if not isinstance(ns, dict):
+        logger.warning(
+            "metadata[%r] holds a %s, not a dict of kind -> overlay (nor a file path/URI): "
+            "%s. Store overlays with set_overlay(target, %r, kind, {...})",
+            namespace,
+            type(ns).__name__,
+            action,
+            namespace,
+        )
+        return None
     stored: dict[str, Any] = ns
     return stored
 
@@ -201,7 +207,9 @@ def set_overlay(target: AppDef | Role, namespace: str, kind: str, overlay: _Over
     control per-field behavior: for the same field the last PUT or DEL wins, and repeated JOINs
     accumulate. The stored overlay keeps one entry per field, with operator keys in TorchX's
     format. The namespace dict is stamped with :data:`FORMAT_KEY`. If ``metadata[namespace]``
-    names a file, its content is loaded and stored inline first.
+    names a file, its content is loaded and stored inline first; any other non-dict value
+    there (or a non-dict under ``kind``) holds no overlay and is replaced, with a logged
+    warning, as in TorchX.
 
     >>> from anylaunch.specs import Role
     >>> from anylaunch.specs.overlays import set_overlay, get_overlay, JOIN, PUT
@@ -230,17 +238,18 @@ def set_overlay(target: AppDef | Role, namespace: str, kind: str, overlay: _Over
     """
     metadata = _check_target(target, namespace, kind, "set_overlay")
     check_structure(overlay, f"{namespace}/{kind} overlay")
-    ns = _stored_namespace(
-        metadata,
-        namespace,
-        InvalidSpecError,
-        f"remove it or replace it with {{{kind!r}: {{...}}}}",
-    )
+    ns = _stored_namespace(metadata, namespace, "replacing it with the overlays' dict")
     if ns is None:
         ns = {}
-    stored = _stored_overlay(
-        ns, namespace, kind, "remove the entry so set_overlay can store the overlay"
-    )
+    stored: _Overlay = ns.get(kind, {})
+    if not isinstance(stored, dict):  # TorchX replaces it too (silently)
+        logger.warning(
+            "metadata[%r][%r] holds a %s, not an overlay dict: replacing it",
+            namespace,
+            kind,
+            type(stored).__name__,
+        )
+        stored = {}
     check_structure(stored, f"metadata[{namespace!r}][{kind!r}]")
     # Build the new overlay aside: if it does not fit what is stored, nothing changes.
     merged = accumulated(stored)
@@ -255,6 +264,24 @@ def _looks_like_kind(key: object) -> bool:
     return isinstance(key, str) and key[:1].isupper()
 
 
+def _is_flat_overlay(ns: dict[str, Any]) -> bool:
+    """A namespace dict that is itself one overlay (TorchX's legacy flat layout
+    ``metadata[namespace] = {field: ...}``), not a ``{kind: overlay}`` dict.
+
+    TorchX's rule: any non-empty dict, unless it has several keys that all hold dicts (those
+    are kinds). Ours adds: never a dict :func:`set_overlay` marked, nor one with a key named
+    like a kind (a lone ``{"V1Job": {...}}`` is no V1Pod overlay).
+
+    >>> _is_flat_overlay({"spec": {"hostIPC": True}}), _is_flat_overlay({"V1Job": {}})
+    (True, False)
+    >>> _is_flat_overlay({"spec": {}, "metadata": {}}), _is_flat_overlay({"spec": {}, "x": 1})
+    (False, True)
+    """
+    if not ns or any(ns.get(k) for k in _FORMAT_KEYS) or any(_looks_like_kind(k) for k in ns):
+        return False
+    return not (len(ns) > 1 and all(isinstance(v, dict) for v in ns.values()))
+
+
 def get_overlay(
     target: AppDef | Role, namespace: str, kind: str, *, flat_fallback: bool = True
 ) -> _Overlay:
@@ -265,10 +292,12 @@ def get_overlay(
     Returns a deep copy: callers may mutate it.
 
     Namespace dicts written by :func:`set_overlay` carry :data:`FORMAT_KEY` and are
-    nested-only: a missing ``kind`` gives ``{}``. For backwards compatibility, an unmarked
-    namespace dict without ``kind`` whose keys do not look like kind names (CapWords, e.g.
-    ``V1Job``) is returned whole as a flat overlay (with a DeprecationWarning), unless
-    ``flat_fallback`` is False.
+    nested-only: a missing ``kind`` gives ``{}``. For backwards compatibility (TorchX's legacy
+    flat layout), an unmarked namespace dict without ``kind`` is returned whole as the
+    overlay, with a logged warning and a DeprecationWarning, unless ``flat_fallback`` is
+    False, or it looks nested: several keys that all hold dicts (TorchX's rule), or a key
+    named like a kind (CapWords, e.g. ``V1Job``). A namespace that is neither a dict nor a
+    file path holds no overlay: ``{}``, with a logged warning (as in TorchX).
 
     >>> from anylaunch.specs import Role
     >>> from anylaunch.specs.overlays import get_overlay
@@ -281,6 +310,9 @@ def get_overlay(
     >>> role.metadata["kubernetes"] = {"spec": {"hostIPC": True}}  # flat (deprecated)
     >>> get_overlay(role, "kubernetes", "V1Pod", flat_fallback=False)
     {}
+    >>> role.metadata["kubernetes"] = 42  # no overlays in it
+    >>> get_overlay(role, "kubernetes", "V1Pod")
+    {}
 
     Raises:
         InvalidSpecError: (a ValueError) if the target, namespace or kind is invalid (``kind``
@@ -289,22 +321,20 @@ def get_overlay(
             stored overlay is not a dict.
     """
     metadata = _check_target(target, namespace, kind, "get_overlay")
-    ns = _stored_namespace(
-        metadata, namespace, InvalidOverlayError, f"replace it with {{{kind!r}: {{...}}}}"
-    )
+    ns = _stored_namespace(metadata, namespace, "no overlay is read from it")
     if ns is None:
         return {}
     if kind not in ns:
-        nested = any(ns.get(k) for k in _FORMAT_KEYS) or any(_looks_like_kind(k) for k in ns)
-        if nested or not ns or not flat_fallback:
+        if not flat_fallback or not _is_flat_overlay(ns):
             return {}  # the namespace holds overlays of other kinds (V1Job, ...) only
-        warnings.warn(
-            f"metadata[{namespace!r}] has no {kind!r} key: using the whole namespace as the "
-            f"{kind} overlay. This flat layout is deprecated; store it under "
-            f"metadata[{namespace!r}][{kind!r}] (set_overlay does this)",
-            DeprecationWarning,
-            stacklevel=2,
+        message = (
+            f"overlay kind {kind!r} not found in metadata[{namespace!r}] (keys: "
+            f"{sorted(map(str, ns))}): using the whole namespace as a flat {kind} overlay. "
+            f"This layout is deprecated; store it under metadata[{namespace!r}][{kind!r}] "
+            f"with set_overlay(target, {namespace!r}, {kind!r}, overlay)"
         )
+        logger.warning("%s", message)  # what TorchX does: seen in every log
+        warnings.warn(message, DeprecationWarning, stacklevel=2)  # for test suites and -W
         return copy.deepcopy(ns)
     overlay = _stored_overlay(
         ns, namespace, kind, "store it with set_overlay(target, namespace, kind, {...})"
