@@ -55,6 +55,7 @@ from anylaunch.specs.api import (
 )
 from anylaunch.specs.array_status import ArrayStatus
 from anylaunch.specs.arrays import ArraySpec, sweep
+from anylaunch.specs.capabilities import CapabilityKey
 from anylaunch.specs.errors import AnylaunchError, InvalidSpecError
 from anylaunch.specs.handles import make_app_handle
 from anylaunch.specs.mounts import parse_mounts
@@ -88,6 +89,7 @@ __all__ = [
     "ArraySpec",
     "ArrayStatus",
     "BindMount",
+    "CapabilityKey",
     "CfgVal",
     "DeviceMount",
     "GiB",
