@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from anylaunch.cli.argparse_util import ArgOnceAction, anylaunchconfig_list
 from anylaunch.cli.cmd_base import SubCommand, add_json_argument, eprint
 from anylaunch.cli.output import print_json
 from anylaunch.cli.tables import format_table
@@ -16,13 +17,19 @@ class CmdList(SubCommand):
 
     def add_arguments(self, subparser: argparse.ArgumentParser) -> None:
         subparser.add_argument(
-            "-s", "--scheduler", type=str, default=None, help="scheduler (default: the default)"
+            "-s",
+            "--scheduler",
+            type=str,
+            default=None,
+            action=anylaunchconfig_list,
+            help="scheduler (default: [cli:list] scheduler, else the default scheduler)",
         )
         subparser.add_argument(
             "-cfg",
             "--scheduler_args",
             type=str,
             default="",
+            action=ArgOnceAction,
             help="run options the scheduler needs to list apps (K=V,K2=V2)",
         )
         add_json_argument(subparser, "print a JSON array")

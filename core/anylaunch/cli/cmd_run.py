@@ -24,6 +24,7 @@ import logging
 import sys
 from typing import TYPE_CHECKING
 
+from anylaunch.cli.argparse_util import cli_defaults
 from anylaunch.cli.arrays import add_array_arguments, array_options
 from anylaunch.cli.cmd_base import (
     EXIT_ERROR,
@@ -33,6 +34,7 @@ from anylaunch.cli.cmd_base import (
     eprint,
     secret_env_names,
 )
+from anylaunch.cli.colors import ANSI_GREEN, ANSI_RESET
 from anylaunch.cli.output import print_json
 from anylaunch.cli.placement import add_placement_arguments, placement_flags
 
@@ -88,22 +90,6 @@ def split_component_args(
     if args and not args[0].startswith("-"):
         return args[0], args[1:]
     return default_component, args
-
-
-def _cli_run_defaults() -> dict[str, str]:
-    from anylaunch.runner.config import get_configs
-    from anylaunch.specs.errors import did_you_mean
-
-    defaults = get_configs("cli", "run")
-    for key in defaults:
-        if key not in CLI_RUN_KEYS:
-            logger.warning(
-                "ignoring %r in [cli:run] of .anylaunchconfig.%s Known keys: %s",
-                key,
-                did_you_mean(key, CLI_RUN_KEYS),
-                ", ".join(CLI_RUN_KEYS),
-            )
-    return {k: v for k, v in defaults.items() if k in CLI_RUN_KEYS and v.strip()}
 
 
 class CmdRun(SubCommand):
@@ -219,7 +205,7 @@ class CmdRun(SubCommand):
         from anylaunch.schedulers import get_default_scheduler_name
         from anylaunch.specs.secrets import app_redactor
 
-        defaults = _cli_run_defaults()
+        defaults = cli_defaults("run", CLI_RUN_KEYS)
         run_args = self._from_stdin(args) if args.stdin else None
         component: str | None
         component_args: list[str] | dict[str, object]
@@ -360,7 +346,7 @@ def tee_line(role: str, replica: int, line: str, color: bool = False) -> str:
     '\\x1b[32mtrainer/0\\x1b[0m done'
     """
     name = f"{role}/{replica}"
-    prefix = f"\033[32m{name}\033[0m " if color else f"{name} "
+    prefix = f"{ANSI_GREEN}{name}{ANSI_RESET} " if color else f"{name} "
     body = line.rstrip("\n").rstrip("\r")
     return prefix + body.replace("\r", f"\r{prefix}")
 

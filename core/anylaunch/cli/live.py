@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, TextIO
 
+from anylaunch.cli.colors import ANSI_GREEN, ANSI_RED, ANSI_RESET, colors_enabled
 from anylaunch.cli.tables import format_table
 
 if TYPE_CHECKING:
@@ -50,8 +51,6 @@ CURSOR_UP = "\x1b[1A"
 CLEAR_LINE = "\x1b[2K"
 #: How often the live view redraws the time waited while nothing else happens.
 TICK_S = 1.0
-
-_GREEN, _RED, _RESET = "\x1b[32m", "\x1b[31m", "\x1b[0m"
 
 
 @dataclass(frozen=True)
@@ -322,9 +321,9 @@ class LiveView(_ProgressView):
         for p, text in zip(self._progress.roles, format_table(rows).splitlines(), strict=True):
             text = text[:width]
             if self._color and p.state.name == "SUCCEEDED":
-                text = _GREEN + text + _RESET
+                text = ANSI_GREEN + text + ANSI_RESET
             elif self._color and p.state.name in ("FAILED", "CANCELLED"):
-                text = _RED + text + _RESET
+                text = ANSI_RED + text + ANSI_RESET
             lines.append(text + "\n")
         return "".join(lines)
 
@@ -423,19 +422,14 @@ def terminal_width(stream: TextIO) -> int:
 
 
 def wants_live_view(stream: TextIO, environ: Mapping[str, str] | None = None) -> bool:
-    """True if ``stream`` is a terminal that may be redrawn: not ``TERM=dumb``, no
-    ``NO_COLOR`` (any non-empty value).
+    """True if ``stream`` is a terminal that may be redrawn: the rule of
+    :func:`anylaunch.cli.colors.colors_enabled` (a TTY, not ``TERM=dumb``, no ``NO_COLOR``).
 
     >>> import io
     >>> wants_live_view(io.StringIO())
     False
     """
-    env = os.environ if environ is None else environ
-    try:
-        tty = stream.isatty()
-    except (AttributeError, ValueError):  # a closed or replaced stream
-        return False
-    return tty and env.get("TERM", "") != "dumb" and not env.get("NO_COLOR", "")
+    return colors_enabled(stream, environ)
 
 
 def choose_view(stream: TextIO, environ: Mapping[str, str] | None = None) -> StatusView:
