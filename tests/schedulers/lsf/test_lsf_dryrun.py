@@ -19,6 +19,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from anylaunch import __version__
 from anylaunch.schedulers import get_scheduler_factory
 from anylaunch.schedulers.common.roles import RANK0_ENV
 from anylaunch.schedulers.lsf_scheduler import LsfRequest, LsfScheduler, create_scheduler
@@ -31,11 +32,19 @@ GOLDEN = Path(__file__).parent / "golden"
 JOBDIR = "/shared/jobs"
 
 
+@pytest.fixture(autouse=True)
+def _no_context_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The golden dryruns stamp the not-available context."""
+    monkeypatch.delenv("ANYLAUNCH_CONTEXT_NAME", raising=False)
+
+
 def dryrun(app: AppDef, cfg: dict[str, Any], session: str = "golden") -> tuple[LsfRequest, str]:
+    """The request and its text, with its app id and anylaunch's version as placeholders."""
     info = create_scheduler(session).submit_dryrun(app, cfg)
     request = info.request
     assert isinstance(request, LsfRequest)
-    return request, str(info).replace(request.app_id, "{app_id}")
+    text = str(info).replace(request.app_id, "{app_id}")
+    return request, text.replace(f"anylaunch/version={__version__}", "anylaunch/version={version}")
 
 
 def check_golden(name: str, text: str) -> None:
@@ -169,8 +178,9 @@ def test_rank0_first_and_the_others_wait_for_it() -> None:
         assert job.options[job.options.index("-w") + 1] == f'started("{rank0}")'
         assert script_line(job.script, "h=") == 'h=$(cat "$a/rank0_host")'
     descriptions = [job.options[job.options.index("-Jd") + 1] for job in request.jobs]
-    assert descriptions[3] == (
-        f"anylaunch app={request.app_id} role=w replica=1 jobs=4 session=golden name=ranks"
+    assert descriptions[3].startswith(
+        f"anylaunch app={request.app_id} role=w replica=1 jobs=4 session=golden name=ranks "
+        "anylaunch/context=%3C%3CNA%3E%3E "
     )
 
 

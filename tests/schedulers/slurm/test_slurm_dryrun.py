@@ -16,6 +16,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from anylaunch import __version__
 from anylaunch.schedulers.slurm.request import _APP_ID, _REPLICA_ID, _shell_word
 from anylaunch.schedulers.slurm_scheduler import SlurmBatchRequest, SlurmScheduler, create_scheduler
 from anylaunch.specs import AppDef, BindMount, Resource, Role, macros
@@ -42,6 +43,12 @@ def two_roles() -> AppDef:
         resource=Resource(cpu=1, gpu=0, memMB=1000),
     )
     return AppDef("train", [trainer, ps])
+
+
+@pytest.fixture(autouse=True)
+def _no_context_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The dryruns compared to literals stamp the not-available context."""
+    monkeypatch.delenv("ANYLAUNCH_CONTEXT_NAME", raising=False)
 
 
 def dryrun(app: AppDef, version: str = CURRENT, **cfg: object) -> SlurmBatchRequest:
@@ -73,7 +80,9 @@ def test_two_roles_make_two_het_components_with_their_resources() -> None:
         "--output=/shared/jobs/run1/slurm-%j.out",
         "--open-mode=append",
         "--requeue",  # max_retries > 0
-        '--comment="my run"',
+        # the user's comment, then the job's metadata (anylaunch.specs.metadata_keys)
+        f'--comment="my run anylaunch/context=%3C%3CNA%3E%3E anylaunch/version={__version__}'
+        ' anylaunch/scheduler=slurm"',
         "--job-name=train:trainer",
         "--ntasks=2",
         "--cpus-per-task=4",
@@ -175,7 +184,7 @@ def test_sbatch_reads_quoted_values_back() -> None:
     job = sbatch_components(dryrun(two_roles(), comment=comment).materialize())[0]
     value = next(f for f in job if f.startswith("--comment="))[len("--comment=") :]
     assert value.startswith('"') and value.endswith('"')
-    assert re.sub(r"\\(.)", r"\1", value[1:-1]) == comment
+    assert re.sub(r"\\(.)", r"\1", value[1:-1]).startswith(comment + " anylaunch/context=")
 
 
 @pytest.mark.parametrize(

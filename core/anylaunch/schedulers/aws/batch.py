@@ -71,6 +71,7 @@ from anylaunch.schedulers.aws.batch_state import (
 )
 from anylaunch.schedulers.common.arrays import array_response
 from anylaunch.schedulers.common.capacity import Capacity, demands
+from anylaunch.schedulers.common.job_metadata import JOB_METADATA_KEYS
 from anylaunch.schedulers.common.roles import check_image_ref
 from anylaunch.specs.api import (
     NONE,
@@ -437,6 +438,7 @@ class AWSBatchScheduler(aws.AWSScheduler):
                 "job_queue": str(job.get("jobQueue", "")),
                 "job_definition": str(job.get("jobDefinition", "")),
                 "batch_status": str(job.get("status", "")),
+                **{k: str(v) for k, v in (job.get("tags") or {}).items() if k in JOB_METADATA_KEYS},
             },
             roles_statuses=statuses,
             roles=[role_of(name, start, end, c) for name, start, end, c in node_groups(job)],

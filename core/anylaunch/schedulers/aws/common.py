@@ -22,6 +22,7 @@ from typing import Any
 
 from anylaunch.schedulers.api import Scheduler, Stream, split_lines
 from anylaunch.schedulers.common.app_ids import random_suffix
+from anylaunch.schedulers.common.job_metadata import job_metadata, plain_values
 from anylaunch.sdk import require_sdk
 from anylaunch.specs.api import AppDef
 from anylaunch.specs.errors import (
@@ -30,6 +31,7 @@ from anylaunch.specs.errors import (
     InvalidRunConfigException,
     InvalidSpecError,
 )
+from anylaunch.specs.metadata_keys import app_metadata
 from anylaunch.specs.runopts import CfgVal
 
 __all__ = [
@@ -105,10 +107,10 @@ def check_arn(option: str, value: str | None, kind: str) -> None:
 
 
 #: Tags put on every job (and job definition) an AWS scheduler creates.
-SCHEDULER_TAG = "anylaunch/scheduler"
+SCHEDULER_TAG = app_metadata.SCHEDULER
 APP_NAME_TAG = "anylaunch/app-name"
 SESSION_TAG = "anylaunch/session"
-VERSION_TAG = "anylaunch/version"
+VERSION_TAG = app_metadata.VERSION
 
 _TAG_CHARS = re.compile(r"[^\w .:/=+\-@]+")
 
@@ -295,20 +297,21 @@ def tag_value(value: str) -> str:
 
 
 def app_tags(scheduler: str, app: AppDef, session_name: str) -> dict[str, str]:
-    """The tags that identify an app launched by anylaunch.
+    """The tags that identify an app launched by anylaunch, with the job's metadata
+    (:func:`~anylaunch.schedulers.common.job_metadata.job_metadata`) as valid tag values.
 
     >>> from anylaunch.specs import AppDef, Role
-    >>> sorted(app_tags("aws_batch", AppDef("t", [Role("r", "img")]), "s").items())[:3]
-    [('anylaunch/app-name', 't'), ('anylaunch/scheduler', 'aws_batch'), ('anylaunch/session', 's')]
+    >>> tags = app_tags("aws_batch", AppDef("t", [Role("r", "img")]), "s")
+    >>> [tags[k] for k in ("anylaunch/app-name", "anylaunch/scheduler", "anylaunch/session")]
+    ['t', 'aws_batch', 's']
     """
-    import anylaunch
-
-    return {
-        SCHEDULER_TAG: scheduler,
+    tags = {
         APP_NAME_TAG: tag_value(app.name),
         SESSION_TAG: tag_value(session_name),
-        VERSION_TAG: anylaunch.__version__,
     }
+    # the job's metadata (scheduler, version, context), as valid tag values
+    tags.update({k: tag_value(v) for k, v in plain_values(job_metadata(app, scheduler)).items()})
+    return tags
 
 
 def double_quote(word: str) -> str:

@@ -42,6 +42,7 @@ from anylaunch.schedulers.common.arrays import (
     array_response,
     read_array_meta,
 )
+from anylaunch.schedulers.common.job_metadata import JOB_METADATA_KEYS
 from anylaunch.schedulers.common.processes import is_alive, process_start_time
 from anylaunch.schedulers.common.roles import RANK0_ENV
 from anylaunch.schedulers.docker.request import (
@@ -202,6 +203,7 @@ def describe_array(
             "containers": ",".join(c.name for c in replicas),
             "session": first.labels.get(LABEL_SESSION, ""),
             "app_name": first.labels.get(LABEL_APP_NAME, ""),
+            **{k: v for k, v in first.labels.items() if k in JOB_METADATA_KEYS},
             **({"cancel_requested": "true"} if cancelled else {}),
         },
         roles_statuses=found.roles_statuses,

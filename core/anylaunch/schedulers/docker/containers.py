@@ -9,6 +9,7 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
+from anylaunch.schedulers.common.job_metadata import job_metadata
 from anylaunch.schedulers.common.roles import RANK0_ENV, check_image_ref, check_no_nul, role_record
 from anylaunch.schedulers.docker.arrays import LABEL_ARRAY_SPEC, array_labels, spec_label
 from anylaunch.schedulers.docker.request import (
@@ -113,7 +114,11 @@ def build_request(
 
     app_id = make_app_id(app.name)
     network = app_id
-    common = app_labels(app_id, app.name, session_name, opts.cancel_grace_s)
+    # docker label values hold any string: the job's metadata goes in as it is
+    common = {
+        **app_labels(app_id, app.name, session_name, opts.cancel_grace_s),
+        **job_metadata(app, BACKEND),
+    }
     rank0 = f"{app_id}-{_role_label(app.roles[0].name)}-0"
     containers = []
     array = app.array

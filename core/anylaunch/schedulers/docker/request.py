@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from anylaunch.schedulers.common.app_ids import random_suffix
+from anylaunch.schedulers.common.job_metadata import JOB_METADATA_KEYS
 from anylaunch.specs.api import AppDef, Role
 from anylaunch.specs.errors import (
     AnylaunchError,
@@ -275,6 +276,9 @@ def format_request(request: DockerAppRequest) -> str:
     for build in request.workspace_builds:
         for i, text in enumerate(build.summary().splitlines()):
             lines.append(f"  {'workspace: ' if i == 0 else '           '}{text}")
+    labels = request.containers[0].config.get("Labels", {}) if request.containers else {}
+    if metadata := {k: labels[k] for k in JOB_METADATA_KEYS if k in labels}:
+        lines.append("  metadata: " + " ".join(f"{k}={v}" for k, v in metadata.items()))
     for c in request.containers:
         config, host = c.config, c.config.get("HostConfig", {})
         lines.append(f"  [{c.role}/{c.replica_id}] container {c.name}, image {config['Image']}")

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from anylaunch.schedulers.api import DescribeAppResponse
+from anylaunch.schedulers.common.job_metadata import JOB_METADATA_KEYS
 from anylaunch.schedulers.common.roles import role_from_record
 from anylaunch.schedulers.common.states import aggregate_replica_states, role_statuses
 from anylaunch.schedulers.docker.request import (
@@ -383,6 +384,7 @@ def describe_app(
             ),
             "session": first.labels.get(LABEL_SESSION, ""),
             "app_name": first.labels.get(LABEL_APP_NAME, ""),
+            **{k: v for k, v in first.labels.items() if k in JOB_METADATA_KEYS},
         },
         roles_statuses=role_statuses(
             ReplicaStatus(

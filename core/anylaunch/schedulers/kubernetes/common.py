@@ -30,6 +30,7 @@ from anylaunch.schedulers.api import (
     Stream,
 )
 from anylaunch.schedulers.common.changes import ChangeFeed
+from anylaunch.schedulers.common.job_metadata import JOB_METADATA_KEYS
 from anylaunch.schedulers.common.roles import check_image_ref, role_from_record
 from anylaunch.schedulers.kubernetes.client import (
     KubeClient,
@@ -406,6 +407,8 @@ class KubernetesSchedulerBase(DockerWorkspaceMixin, Scheduler[Mapping[str, CfgVa
             "mode": view.mode,
             "session": str(data.get("session", "")),
         }
+        record_labels = view.record["metadata"].get("labels") or {}
+        metadata.update({k: v for k, v in record_labels.items() if k in JOB_METADATA_KEYS})
         if ANNOTATION_CANCELLED in annotations:
             metadata[CANCEL_REQUESTED] = "true"
         return describe_response(

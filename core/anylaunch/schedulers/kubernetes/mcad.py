@@ -156,7 +156,7 @@ class KubernetesMCADScheduler(KubernetesSchedulerBase):
     def _render(self, app: AppDef, opts: KubernetesMCADOpts) -> KubernetesRequest:
         name = make_app_name(app.name)
         namespace = opts.namespace
-        labels = app_labels(BACKEND, MODE, name, app.name)
+        labels = app_labels(BACKEND, MODE, name, app)
         items: list[dict[str, Any]] = []
         pod_labels = {**labels, APPWRAPPER_LABEL: name}
         if opts.coscheduler_name:

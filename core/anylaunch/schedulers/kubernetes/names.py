@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from anylaunch.schedulers.common.app_ids import random_suffix
+from anylaunch.schedulers.common.job_metadata import JOB_METADATA_KEYS
 from anylaunch.specs.api import (
     AppDef,
 )
@@ -43,6 +44,7 @@ APP_LABEL_KEYS = (
     LABEL_MODE,
     LABEL_APP_ID,
     LABEL_APP_NAME,
+    *JOB_METADATA_KEYS,
 )
 
 #: Label and annotation keys anylaunch owns on every object it creates (selectors, state

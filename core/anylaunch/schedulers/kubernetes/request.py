@@ -9,6 +9,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from anylaunch.schedulers.common.job_metadata import job_metadata, plain_values
 from anylaunch.schedulers.kubernetes.names import (
     LABEL_APP_ID,
     LABEL_APP_NAME,
@@ -148,17 +149,27 @@ def format_request(request: KubernetesRequest) -> str:
     return f"{header}\n{body}".rstrip("\n")
 
 
-def app_labels(scheduler: str, mode: str, name: str, app_name: str) -> dict[str, str]:
-    """Labels every object of an app carries."""
+def app_labels(scheduler: str, mode: str, name: str, app: AppDef) -> dict[str, str]:
+    """Labels every object of an app carries: what names the app, and the job's metadata
+    (:func:`~anylaunch.schedulers.common.job_metadata.job_metadata`) as valid label values
+    (at most 63 characters of ``[A-Za-z0-9_.-]``, ``NA`` for the not-available sentinel).
+
+    >>> import anylaunch
+    >>> labels = app_labels("kubernetes", "jobs", "t-1", AppDef("t", [Role("r", "img")]))
+    >>> labels["anylaunch/scheduler"], labels["anylaunch/version"] == anylaunch.__version__
+    ('kubernetes', True)
+    """
     labels = {
         LABEL_MANAGED_BY: MANAGED_BY,
         LABEL_SCHEDULER: scheduler,
         LABEL_MODE: mode,
         LABEL_APP_ID: name,
     }
-    value = label_value(app_name)
+    value = label_value(app.name)
     if value:
         labels[LABEL_APP_NAME] = value
+    for key, meta in plain_values(job_metadata(app, scheduler)).items():
+        labels[key] = label_value(meta)
     return labels
 
 

@@ -246,7 +246,7 @@ class KubernetesScheduler(KubernetesSchedulerBase):
             return self._render_array(app, opts)
         name = make_app_name(app.name)
         namespace = opts.namespace
-        labels = app_labels(BACKEND, "jobs", name, app.name)
+        labels = app_labels(BACKEND, "jobs", name, app)
         pod_ip = opts.rank0_host == "pod_ip"
         jobs: list[dict[str, Any]] = []
         for rep in self._replica_pods(
@@ -314,7 +314,7 @@ class KubernetesScheduler(KubernetesSchedulerBase):
             opts.indexed_job == "auto" and self._server_runs_indexed()
         )
         name = make_app_name(app.name)
-        labels = app_labels(BACKEND, "jobs", name, app.name)
+        labels = app_labels(BACKEND, "jobs", name, app)
         role_label = role_dns_names(app)[0]
         options = PodOptions.from_opts(opts)
         build = arrays.indexed_job if indexed else arrays.fallback_jobs
@@ -343,7 +343,7 @@ class KubernetesScheduler(KubernetesSchedulerBase):
     def _render_volcano(self, app: AppDef, opts: KubernetesOpts) -> KubernetesRequest:
         name = make_app_name(app.name)
         namespace = opts.namespace
-        labels = app_labels(BACKEND, "volcano", name, app.name)
+        labels = app_labels(BACKEND, "volcano", name, app)
         tasks: list[dict[str, Any]] = []
         embedded: list[dict[str, Any]] = []
         # Volcano's svc plugin names pods {job}-{task}-{index}; the job is their subdomain

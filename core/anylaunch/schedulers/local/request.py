@@ -90,6 +90,9 @@ class LocalAppRequest:
     roles: list[LocalRoleRequest]
     #: An array app's record (see :mod:`anylaunch.schedulers.local.arrays`); None otherwise.
     array: dict[str, Any] | None = field(default=None, repr=False)
+    #: The job's metadata (:mod:`anylaunch.schedulers.common.job_metadata`): kept in the
+    #: app's state dir, returned by describe().
+    metadata: dict[str, str] = field(default_factory=dict)
 
 
 def format_request(request: LocalAppRequest) -> str:
@@ -115,6 +118,8 @@ def format_request(request: LocalAppRequest) -> str:
         f"  state dir: {request.app_dir}",
         f"  log dir: {request.log_dir}",
     ]
+    if request.metadata:
+        lines.append("  metadata: " + " ".join(f"{k}={v}" for k, v in request.metadata.items()))
     for role in request.roles:
         lines.append(
             f"  role {role.name}: {len(role.replicas)} replica(s), "

@@ -40,6 +40,7 @@ from anylaunch.schedulers.api import (
 from anylaunch.schedulers.common.app_ids import is_valid_app_id, make_app_id
 from anylaunch.schedulers.common.capacity import Capacity
 from anylaunch.schedulers.common.changes import ChangeFeed
+from anylaunch.schedulers.common.job_metadata import job_metadata
 from anylaunch.schedulers.common.roles import check_no_nul, role_from_record, role_record
 from anylaunch.schedulers.common.states import aggregate_replica_states, role_statuses
 from anylaunch.schedulers.common.tail import ChangeWaiter, follow, iter_lines
@@ -291,6 +292,7 @@ class LocalScheduler(Scheduler[Mapping[str, CfgVal]]):
             cancel_grace_s=float(opts.cancel_grace_s),
             roles=roles,
             array=array_record(array, cfg, roles[0].replicas[0].cwd) if array else None,
+            metadata=job_metadata(app, self.backend),
         )
         return request
 
@@ -561,6 +563,7 @@ class LocalScheduler(Scheduler[Mapping[str, CfgVal]]):
             structured_error_msg=state.get("structured_error_msg", NONE),
             ui_url=f"file://{state.get('log_dir', request.get('log_dir', ''))}",
             metadata={
+                **(request.get("metadata") or {}),
                 "app_dir": str(app_dir),
                 "log_dir": str(state.get("log_dir", request.get("log_dir", ""))),
                 "supervisor_pid": str(supervisor.get("pid", "")),

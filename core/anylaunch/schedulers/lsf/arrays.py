@@ -30,8 +30,16 @@ from anylaunch.schedulers.common.arrays import (
     index_script,
     read_array_meta,
 )
+from anylaunch.schedulers.common.job_metadata import job_metadata
 from anylaunch.schedulers.common.roles import RANK0_ENV
-from anylaunch.schedulers.lsf.names import LsfJob, LsfOpts, LsfRequest, _encode, job_description
+from anylaunch.schedulers.lsf.names import (
+    BACKEND,
+    LsfJob,
+    LsfOpts,
+    LsfRequest,
+    _encode,
+    job_description,
+)
 from anylaunch.schedulers.lsf.state import _Record
 from anylaunch.specs.api import NONE, AppDef, AppState, Role, macros
 from anylaunch.specs.array_status import index_ranges
@@ -111,7 +119,8 @@ def build_array_request(
     )
     applied = values.apply(role)
     name = f"{app_id}-{role.name}"
-    description = job_description(app_id, role.name, 0, 1, session, app.name)
+    metadata = job_metadata(app, BACKEND)
+    description = job_description(app_id, role.name, 0, 1, session, app.name, metadata)
     options = ["-J", name + lsf_indices(app.array), "-Jd", f"{description} array="]
     options[-1] += _encode(array_meta(app.array))
     options += options_of["common"]

@@ -10,11 +10,13 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from anylaunch.schedulers.common.app_ids import make_app_id
+from anylaunch.schedulers.common.job_metadata import job_metadata
 from anylaunch.schedulers.common.roles import CONTROL_CHAR, RANK0_ENV
 from anylaunch.schedulers.lsf.names import (
     _PROJECT,
     _QUEUE,
     _SHM,
+    BACKEND,
     DEFAULT_JOBDIR,
     LOG_DRAIN_S,
     RANK0_WAIT_S,
@@ -334,6 +336,7 @@ def _build_request(app: AppDef, opts: LsfOpts, session: str) -> LsfRequest:
     total = sum(role.num_replicas for role in app.roles)
     rank0_name = f"{app_id}-{app.roles[0].name}-0"
     jobs: list[LsfJob] = []
+    metadata = job_metadata(app, BACKEND)
     for role in app.roles:
         workdir, img_root = _role_workdir(role, opts)
         if role.max_retries > 0:
@@ -359,7 +362,7 @@ def _build_request(app: AppDef, opts: LsfOpts, session: str) -> LsfRequest:
                 "-J",
                 name,
                 "-Jd",
-                job_description(app_id, role.name, k, total, session, app.name),
+                job_description(app_id, role.name, k, total, session, app.name, metadata),
             ]
             if opts.lsf_queue:
                 options += ["-q", opts.lsf_queue]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 import shlex
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from anylaunch.schedulers.api import Stream
@@ -185,17 +186,25 @@ def _decode(text: str) -> str:
 
 
 def job_description(
-    app_id: str, role: str, replica_id: int, jobs: int, session: str, app_name: str
+    app_id: str,
+    role: str,
+    replica_id: int,
+    jobs: int,
+    session: str,
+    app_name: str,
+    metadata: Mapping[str, str] | None = None,
 ) -> str:
-    """The ``-Jd`` of a replica's job: ``anylaunch app=... role=... replica=... jobs=...``.
+    """The ``-Jd`` of a replica's job: ``anylaunch app=... role=... replica=... jobs=...``,
+    then the job's ``metadata`` (its keys as they are, values percent-encoded).
 
-    >>> job_description("echo-ab12", "worker", 1, 2, "my session", "echo")
-    'anylaunch app=echo-ab12 role=worker replica=1 jobs=2 session=my%20session name=echo'
+    >>> job_description("echo-ab12", "worker", 1, 2, "my session", "echo", {"k/x": "<<NA>>"})
+    'anylaunch app=echo-ab12 role=worker replica=1 jobs=2 session=my%20session name=echo k/x=%3C%3CNA%3E%3E'
     """
-    return (
+    text = (
         f"{_DESCRIPTION_TAG} app={app_id} role={role} replica={replica_id} jobs={jobs} "
         f"session={_encode(session)} name={_encode(app_name)}"
     )
+    return "".join([text, *(f" {k}={_encode(v)}" for k, v in (metadata or {}).items())])
 
 
 def parse_job_description(text: str) -> dict[str, str] | None:

@@ -7,6 +7,7 @@ import math
 import os
 import re
 import shlex
+import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -186,6 +187,17 @@ def _resource_opts(resource: Resource, version: tuple[int, int] | None) -> dict[
         opts["mem-per-cpu"] = f"{math.ceil(resource.memMB / max(resource.cpu, 1))}M"
     opts.update(gpu_opts(resource.gpu, version))
     return opts
+
+
+def metadata_comment(comment: str | None, metadata: Mapping[str, str]) -> str:
+    """The job's ``--comment``: the user's ``comment`` (if any), then the job's ``metadata``
+    as ``key=value`` words (values percent-encoded, so a word never holds a space or quote).
+
+    >>> metadata_comment("nightly run", {"anylaunch/context": "<<NA>>", "anylaunch/scheduler": "slurm"})
+    'nightly run anylaunch/context=%3C%3CNA%3E%3E anylaunch/scheduler=slurm'
+    """
+    words = [f"{k}={urllib.parse.quote(v, safe='')}" for k, v in metadata.items()]
+    return " ".join([comment, *words] if comment else words)
 
 
 def _sbatch_value(flag: str, value: str) -> str:

@@ -43,6 +43,7 @@ from anylaunch.schedulers.api import (
     Stream,
 )
 from anylaunch.schedulers.common.capacity import CanRun, Capacity
+from anylaunch.schedulers.common.job_metadata import job_metadata
 from anylaunch.schedulers.common.roles import CONTROL_CHAR
 from anylaunch.schedulers.common.states import aggregate_replica_states
 from anylaunch.schedulers.slurm.arrays import (
@@ -81,6 +82,7 @@ from anylaunch.schedulers.slurm.request import (
     _installed_slurm_version,
     _resource_opts,
     format_request,
+    metadata_comment,
     parse_slurm_version,
 )
 from anylaunch.specs.api import (
@@ -205,10 +207,11 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler[Mapping[str, CfgVal]]):
             "open-mode": "append",
             "requeue" if max_retries > 0 else "no-requeue": None,
         }
-        for flag in ("comment", "mail_user", "mail_type"):
+        for flag in ("mail_user", "mail_type"):
             value = getattr(opts, flag)
             if value:
                 job_opts[flag.replace("_", "-")] = value
+        job_opts["comment"] = metadata_comment(opts.comment, job_metadata(app, BACKEND))
 
         groups: list[SlurmRoleGroup] = []
         offset = 0
