@@ -99,7 +99,6 @@ NOT_PORTED = {
     "torchx.deprecations": "deprecated_module() and @deprecated",
     "torchx.notebook": "helpers for Jupyter notebooks",
     "torchx.specs.capabilities": "CapabilityKey, typed keys of Resource.capabilities",
-    "torchx.specs.metadata_keys": "metadata key constants",
     "torchx.tracker.mlflow": "the MLflow tracker backend",
 }
 

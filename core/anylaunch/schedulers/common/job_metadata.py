@@ -53,7 +53,7 @@ def context_name(app: AppDef, env: Mapping[str, str] | None = None) -> str:
     ('***', '<<NA>>')
     """
     raw = (os.environ if env is None else env).get(ANYLAUNCH_CONTEXT_NAME, "")
-    value = _CONTROL.sub("_", str(raw)).strip()
+    value = _CONTROL.sub("_", str(raw).strip()).strip()
     if not value:
         return NA
     secrets = [s for role in app.roles for s in secret_values(role.env)]
