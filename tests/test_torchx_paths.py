@@ -89,18 +89,8 @@ TORCHX_MODULES = (
     "torchx.workspace.docker_workspace",
 )
 
-#: Paths not ported yet (issue 31), each with what it holds in TorchX.
-NOT_PORTED = {
-    "torchx.cli.argparse_util": "the CLI's argparse helpers",
-    "torchx.cli.colors": "the CLI's terminal colors",
-    "torchx.components.interpret": "a components docs page",
-    "torchx.components.metrics": "a components docs page",
-    "torchx.components.train": "a components docs page (training examples)",
-    "torchx.deprecations": "deprecated_module() and @deprecated",
-    "torchx.notebook": "helpers for Jupyter notebooks",
-    "torchx.specs.capabilities": "CapabilityKey, typed keys of Resource.capabilities",
-    "torchx.tracker.mlflow": "the MLflow tracker backend",
-}
+#: Paths not ported yet (issue 31), each with what it holds in TorchX: none left.
+NOT_PORTED: dict[str, str] = {}
 
 
 def anylaunch_name(torchx_path: str) -> str:
@@ -168,6 +158,19 @@ ADDED = {
     ],
     "anylaunch.runtime.tracking": ["FsspecResultTracker", "ResultTracker"],
     "anylaunch.runtime.tracking.api": ["FsspecResultTracker", "ResultTracker"],
+    "anylaunch.cli.argparse_util": [
+        "ArgOnceAction",
+        "anylaunchconfig",
+        "anylaunchconfig_list",
+        "anylaunchconfig_run",
+    ],
+    "anylaunch.cli.colors": ["BLUE", "ENDC", "GRAY", "GREEN", "ORANGE", "prefix_container_name"],
+    "anylaunch.components.metrics": ["tensorboard"],
+    "anylaunch.deprecations": ["deprecated", "deprecated_module"],
+    "anylaunch.notebook": ["get_workspace", "workspacefile"],
+    "anylaunch.specs": ["CapabilityKey"],
+    "anylaunch.specs.capabilities": ["CapabilityKey"],
+    "anylaunch.tracker.mlflow": ["MLflowTracker", "create_tracker"],
 }
 
 

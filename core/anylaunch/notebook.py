@@ -14,8 +14,8 @@ workspace::
     from anylaunch.runner import get_runner
     from anylaunch.components.utils import python
 
-    with get_runner() as runner:
-        runner.run(python(script="train.py"), "local_cwd", workspace=get_workspace())
+    with get_runner() as runner:  # a scheduler with workspaces: local_docker, slurm, ...
+        runner.run(python(script="train.py"), "local_docker", workspace=get_workspace())
 
 Importing this module in a running IPython shell registers the magic (as in TorchX); elsewhere
 the import registers nothing and needs no IPython: :func:`workspacefile` is a plain function
@@ -129,9 +129,9 @@ def load_ipython_extension(ipython: Any) -> None:
 def _register_in_running_shell() -> None:
     # only a process that already runs IPython has a shell to register into: importing this
     # module elsewhere must not import IPython
-    if "IPython" not in sys.modules:
-        return
-    shell = sys.modules["IPython"].get_ipython()
+    ipython = sys.modules.get("IPython")
+    get_shell = getattr(ipython, "get_ipython", None)
+    shell = get_shell() if callable(get_shell) else None
     if shell is not None:
         load_ipython_extension(shell)
 

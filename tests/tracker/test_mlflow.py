@@ -6,12 +6,14 @@ from __future__ import annotations
 import dataclasses
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import mlflow
 import pytest
 
 from anylaunch.runner import get_runner
+from anylaunch.schedulers.local import forkserver
 from anylaunch.specs import AppDef, AppState, Resource, Role
 from anylaunch.specs.errors import InvalidSpecError
 from anylaunch.tracker.api import ENV_ANYLAUNCH_JOB_ID, ENV_ANYLAUNCH_PARENT_RUN_ID, AppRun
@@ -26,13 +28,20 @@ RUN = "local_cwd://s/train-1"
 
 
 @pytest.fixture(autouse=True)
-def no_job_env(monkeypatch: pytest.MonkeyPatch) -> None:
+def no_job_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     for name in (ENV_ANYLAUNCH_JOB_ID, ENV_ANYLAUNCH_PARENT_RUN_ID, "ANYLAUNCH_TRACKERS"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.delenv(ENV_ANYLAUNCH_TRACKING_EXPERIMENT_NAME, raising=False)
     yield
     while mlflow.active_run() is not None:  # a failed test must not leave its run active
         mlflow.end_run()
+
+
+@pytest.fixture(autouse=True, scope="module")
+def close_forkserver_connections() -> Iterator[None]:
+    """The local_cwd job below leaves no fork-server connection open at exit."""
+    yield
+    forkserver.close_connections()
 
 
 @pytest.fixture(scope="module")

@@ -76,7 +76,12 @@ def cli_defaults(subcmd: str, known: Iterable[str]) -> dict[str, str]:
 _seen_by_namespace: dict[int, set[str]] = {}
 
 
-def _once(parser: argparse.ArgumentParser, namespace: argparse.Namespace, flag: str | None) -> None:
+def _once(
+    parser: argparse.ArgumentParser,
+    namespace: argparse.Namespace,
+    action: argparse.Action,
+    flag: str | None,
+) -> None:
     if flag is None:  # a positional argument
         return
     key = id(namespace)
@@ -84,9 +89,11 @@ def _once(parser: argparse.ArgumentParser, namespace: argparse.Namespace, flag: 
     if seen is None:
         seen = _seen_by_namespace[key] = set()
         weakref.finalize(namespace, _seen_by_namespace.pop, key, None)
-    if flag in seen:
-        parser.error(f"{flag} is specified more than once: give it once")
-    seen.add(flag)
+    # by dest: -cfg and --scheduler_args are one flag
+    if action.dest in seen:
+        spellings = "/".join(action.option_strings)
+        parser.error(f"{flag} ({spellings}) is specified more than once: give it once")
+    seen.add(action.dest)
 
 
 class ArgOnceAction(argparse.Action):
@@ -106,7 +113,7 @@ class ArgOnceAction(argparse.Action):
         values: Any,
         option_string: str | None = None,
     ) -> None:
-        _once(parser, namespace, option_string)
+        _once(parser, namespace, self, option_string)
         setattr(namespace, self.dest, values)
 
 
@@ -144,7 +151,7 @@ class anylaunchconfig(argparse.Action):  # TorchX: torchxconfig
         values: Any,
         option_string: str | None = None,
     ) -> None:
-        _once(parser, namespace, option_string)
+        _once(parser, namespace, self, option_string)
         setattr(namespace, self.dest, values)
 
 
