@@ -1,9 +1,12 @@
-"""Dagster as operators run it without the UI: a gRPC code server, ``dagster-daemon`` (run
-queue, run monitoring, run retries) and the default run launcher starting a run worker process
-per run; runs are submitted with ``dagster job launch``, as the UI's launchpad does."""
+"""Dagster as operators run it at scale, without the UI: two code locations (a gRPC code
+server each), ``dagster-daemon`` (the queued run coordinator, run monitoring, run retries)
+and the default run launcher starting each run in a run worker process of its own (spawned by
+the run's code server); runs are submitted with ``dagster job launch``, as the UI's launchpad
+does."""
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import subprocess
@@ -15,6 +18,11 @@ from tests.deployments.processes import Daemon, descendants, free_port, wait_unt
 
 FLOWS = Path(__file__).resolve().parent / "flows"
 BIN = Path(sys.executable).parent
+#: The code locations, each served by its own code server from its own definitions.
+LOCATIONS = {
+    "anylaunch": "anylaunch_dagster_defs.py",
+    "anylaunch-slurm": "anylaunch_dagster_slurm_defs.py",
+}
 
 DAGSTER_YAML = """
 run_coordinator:
@@ -42,7 +50,7 @@ class DagsterDeployment:
         self.root = root
         self.home = root / "dagster-home"
         self.state_dir = root / "anylaunch-state"
-        self.port = free_port()
+        self.ports = {location: free_port() for location in LOCATIONS}
         self.daemons: dict[str, Daemon] = {}
 
     def env(self) -> dict[str, str]:
@@ -52,11 +60,16 @@ class DagsterDeployment:
                 "DAGSTER_HOME": str(self.home),
                 "ANYLAUNCH_LOCAL_STATE_DIR": str(self.state_dir),
                 "TICKER_DURATION": "25",
+                "SLURM_TICKER_JOB_DIR": str(self.root / "slurm-jobs"),
                 "PYTHONPATH": os.pathsep.join(
                     [str(Path(__file__).resolve().parents[2]), os.environ.get("PYTHONPATH", "")]
                 ),
             }
         )
+        # the Slurm cluster's provisioned configuration, for the second location's apps
+        from tests.schedulers.slurm.cluster import SLURM_CONF
+
+        env.setdefault("SLURM_CONF", SLURM_CONF)
         return env
 
     def run(self, *argv: str, timeout: float = 300) -> str:
@@ -78,20 +91,29 @@ class DagsterDeployment:
         (self.home / "dagster.yaml").write_text(DAGSTER_YAML)
         workspace = self.root / "workspace.yaml"
         workspace.write_text(
-            f"load_from:\n  - grpc_server:\n      host: 127.0.0.1\n      port: {self.port}\n"
-            "      location_name: anylaunch\n"
+            "load_from:\n"
+            + "".join(
+                f"  - grpc_server:\n      host: 127.0.0.1\n      port: {self.ports[location]}\n"
+                f"      location_name: {location}\n"
+                for location in LOCATIONS
+            )
         )
-        defs = FLOWS / "anylaunch_dagster_defs.py"
         logs = self.root / "logs"
-        serve = ["code-server", "start", "-f", str(defs), "-h", "127.0.0.1", "-p", str(self.port)]
-        self.daemons["code-server"] = Daemon(
-            "code-server",
-            [str(BIN / "dagster"), *serve],
-            self.env(),
-            logs,
-            self.root,
-        )
-        wait_until(lambda: self._code_server_up(), 180, "the code server")
+        # the instance's storage created once, before the servers (each would create it)
+        self.instance_call("print(json.dumps(len(instance.get_runs())))")
+        for location, defs in LOCATIONS.items():
+            port = str(self.ports[location])
+            serve = ["code-server", "start", "-f", str(FLOWS / defs), "-h", "127.0.0.1", "-p", port]
+            self.daemons[f"code-server-{location}"] = Daemon(
+                f"code-server-{location}",
+                [str(BIN / "dagster"), *serve],
+                self.env(),
+                logs,
+                self.root,
+            )
+        for location in LOCATIONS:  # the servers load their definitions side by side
+            up = functools.partial(self._code_server_up, location)
+            wait_until(up, 180, f"the {location} code server")
         self.daemons["daemon"] = Daemon(
             "daemon",
             [str(BIN / "dagster-daemon"), "run", "-w", str(workspace)],
@@ -102,22 +124,22 @@ class DagsterDeployment:
         self.workspace = workspace
         return self
 
-    def _code_server_up(self) -> bool:
+    def _code_server_up(self, location: str) -> bool:
         import socket
 
         with socket.socket() as sock:
             sock.settimeout(2)
-            return sock.connect_ex(("127.0.0.1", self.port)) == 0
+            return sock.connect_ex(("127.0.0.1", self.ports[location])) == 0
 
     def stop(self) -> None:
         for daemon in reversed(list(self.daemons.values())):
             daemon.stop()
 
-    def launch(self) -> str:
-        """Submits ``ticker_job`` (queued; the daemon launches it); returns the run id."""
-        out = self.run(
-            str(BIN / "dagster"), "job", "launch", "-w", str(self.workspace), "-j", "ticker_job"
-        )
+    def launch(self, job: str = "ticker_job", location: str = "anylaunch") -> str:
+        """Submits ``job`` of code ``location`` (queued; the daemon launches it); returns the
+        run id."""
+        ws = str(self.workspace)
+        out = self.run(str(BIN / "dagster"), "job", "launch", "-w", ws, "-l", location, "-j", job)
         return out.strip().split()[-1] if out.strip() else self.latest_run_id()
 
     def instance_call(self, code: str) -> Any:
@@ -142,13 +164,31 @@ class DagsterDeployment:
         """Terminates a run as the UI's Terminate button does."""
         self.instance_call(f"print(json.dumps(instance.run_coordinator.cancel_run({run_id!r})))")
 
+    def log_messages(self, run_id: str) -> list[str]:
+        """The messages of a run's event log, in order."""
+        return list(
+            self.instance_call(
+                f"print(json.dumps([e.message for e in instance.all_logs({run_id!r})]))"
+            )
+        )
+
+    def run_worker(self, run_id: str) -> int | None:
+        """The PID of a run's worker process, as its code server logged it at launch."""
+        import re
+
+        for message in self.log_messages(run_id):
+            if found := re.search(r"Started process for run \(pid: (\d+)\)", message):
+                return int(found.group(1))
+        return None
+
     def run_workers(self) -> list[int]:
-        """PIDs of run worker processes: the code server's spawned children that have an
+        """PIDs of run worker processes: the code servers' spawned children that have an
         anylaunch process below them (the app's launcher)."""
         from tests.deployments.processes import cmdline
 
+        servers = [self.daemons[f"code-server-{location}"].pid for location in LOCATIONS]
         workers = []
-        for pid in descendants(self.daemons["code-server"].pid):
+        for pid in (pid for server in servers for pid in descendants(server)):
             if "spawn_main" not in cmdline(pid):
                 continue
             if any("anylaunch" in cmdline(child) for child in descendants(pid)):

@@ -112,3 +112,24 @@ def cmdline(pid: int) -> str:
     except OSError:
         return ""
     return raw.replace(b"\0", b" ").decode(errors="replace").strip()
+
+
+def environ(pid: int) -> dict[str, str]:
+    """A process's environment (as it started), {} once it is gone or not ours to read."""
+    try:
+        raw = Path(f"/proc/{pid}/environ").read_bytes()
+    except OSError:
+        return {}
+    pairs = (item.decode(errors="replace").partition("=") for item in raw.split(b"\0") if item)
+    return {key: value for key, _, value in pairs}
+
+
+def kill_tree(pid: int) -> list[int]:
+    """SIGKILLs ``pid`` and every descendant at once (a host lost: nothing runs a handler);
+    returns the PIDs killed. The tree is read before the first kill, so no child is
+    reparented away first."""
+    tree = [pid, *descendants(pid)]
+    for member in tree:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(member, signal.SIGKILL)
+    return tree
