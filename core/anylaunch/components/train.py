@@ -8,10 +8,7 @@ no training app; it has the generic components that run yours:
    training;
 3. :func:`anylaunch.components.utils.python` runs a module, a script or an inline program.
 
-Embedded train script
----------------------
-
-A small app can be embedded as the program text of the Python command (``-c``); the length a
+**Embedded train script.** A small app can be embedded as the program text of the Python command (``-c``); the length a
 scheduler accepts for arguments limits its size:
 
 >>> from anylaunch.components.utils import python

@@ -452,9 +452,9 @@ class _StoreErrors:
 
     def __exit__(
         self, kind: type[BaseException] | None, error: BaseException | None, tb: Any
-    ) -> bool:
+    ) -> None:
         if error is None or isinstance(error, AnylaunchError) or not isinstance(error, Exception):
-            return False
+            return
         raise TrackerError(
             f"the mlflow tracker could not {self.doing} in the tracking store "
             f"{self.tracking_uri!r}: {type(error).__name__}: {error}. Fix: check tracking_uri "
