@@ -252,6 +252,9 @@ shell = InteractiveShell.instance()
 import anylaunch.notebook as notebook  # in a running shell: registers the magic
 
 assert "workspacefile" in shell.magics_manager.magics["cell"]
+del shell.magics_manager.magics["cell"]["workspacefile"]
+shell.run_line_magic("load_ext", "anylaunch.notebook")  # the other way in
+assert "workspacefile" in shell.magics_manager.magics["cell"]
 shell.run_cell("%%workspacefile pkg/hello.py\\nimport sys\\nprint('hello', sys.argv[1])\\n")
 from anylaunch.specs import Workspace
 from anylaunch.workspace.dir_workspace import copy_workspace

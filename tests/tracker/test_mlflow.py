@@ -4,6 +4,7 @@ this process and from a real local_cwd job that tracks through ``AppRun.run_from
 from __future__ import annotations
 
 import dataclasses
+import json
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -23,6 +24,7 @@ from anylaunch.tracker.mlflow import (
     MLflowTracker,
     create_tracker,
 )
+from tests.cli.conftest import Cli
 
 RUN = "local_cwd://s/train-1"
 
@@ -213,3 +215,12 @@ def test_a_job_tracks_into_mlflow_through_its_env(
     assert list(reader.run_ids(parent_run_id="sweep-9")) == [handle]
     # the AppRun API reads it back too
     assert [s.parent.id for s in AppRun(handle, [reader]).sources()] == ["sweep-9"]
+    # and so does `anylaunch tracker`, in a process of its own configured the same way
+    env = {
+        "ANYLAUNCH_TRACKERS": factory,
+        "ANYLAUNCH_TRACKER_ANYLAUNCH_TRACKER_MLFLOW_CREATE_TRACKER_CONFIG": str(config_dir),
+    }
+    (tmp_path / "reader").mkdir()
+    listed = Cli(tmp_path / "reader")("tracker", "list", "metadata", "--json", handle, env=env)
+    assert listed.returncode == 0, listed.stderr
+    assert json.loads(listed.stdout) == {"epochs": "3"}
