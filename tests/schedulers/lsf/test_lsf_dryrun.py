@@ -115,7 +115,13 @@ def test_golden_multi_role_container() -> None:
         env={"IMG": macros.img_root},
     )
     ps = Role("ps", image="/opt/ps", entrypoint="./serve", args=["--app", macros.app_id])
-    cfg = {"jobdir": JOBDIR, "container_workdir": "/workspace", "shm_size": "2g"}
+    # host_network: two trainer replicas publishing host port 29500 could meet on one host
+    cfg = {
+        "jobdir": JOBDIR,
+        "container_workdir": "/workspace",
+        "shm_size": "2g",
+        "host_network": True,
+    }
     request, text = dryrun(AppDef("ddp", roles=[trainer, ps]), cfg)
     check_golden("multi_role_container", text)
     assert [(j.role, j.replica_id) for j in request.jobs] == [

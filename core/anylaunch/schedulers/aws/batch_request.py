@@ -32,6 +32,7 @@ from anylaunch.specs.errors import (
     did_you_mean,
 )
 from anylaunch.specs.named_resources_aws import K8S_ITYPE
+from anylaunch.specs.named_resources_aws_catalog import INSTANCE_TYPES
 from anylaunch.specs.structured_opts import StructuredOpts
 
 log: logging.Logger = logging.getLogger(__name__)
@@ -51,6 +52,7 @@ __all__ = [
     "AWSBatchOpts",
     "BatchJobRequest",
     "check_app",
+    "check_fits_instance_type",
     "check_resource",
     "container_properties",
     "device_mounts",
@@ -309,7 +311,41 @@ def check_app(app: AppDef, multinode: bool) -> tuple[int, str | None]:
             "all node groups of an AWS Batch multi-node job run on one instance type",
             "give every role a resource of the same instance type",
         )
-    return max_retries, next(iter(itypes), None)
+    itype = next(iter(itypes), None)
+    if multinode and itype is not None:
+        check_fits_instance_type(app, itype)
+    return max_retries, itype
+
+
+def check_fits_instance_type(app: AppDef, itype: str) -> None:
+    """Refuses a role that asks for more than one instance of ``itype`` has (its published
+    vCPUs, GPUs and memory): a multi-node job's nodes all run on ``itype``, and AWS Batch
+    leaves a job that fits no instance RUNNABLE forever. Unknown types are left to AWS.
+
+    >>> from anylaunch.specs import Resource, Role
+    >>> res = Resource(cpu=64, gpu=0, memMB=1024, capabilities={K8S_ITYPE: "m5.xlarge"})
+    >>> check_fits_instance_type(AppDef("a", [Role("w", "img:1", resource=res)]), "m5.xlarge")
+    Traceback (most recent call last):
+    ...
+    anylaunch.specs.errors.InvalidSpecError: Role[w].resource.cpu=64 is invalid: one m5.xlarge instance has 4 vCPUs...
+    """
+    row = INSTANCE_TYPES.get(itype)
+    if row is None:
+        return
+    for role in app.roles:
+        res = role.resource
+        limits = (("cpu", res.cpu, row.cpu, "vCPUs"), ("gpu", res.gpu, row.gpu, "GPUs"))
+        limits += (("memMB", res.memMB, int(row.mem_gib * 1024), "MiB of memory"),)
+        for name, asked, has, what in limits:
+            if asked > has:
+                raise InvalidSpecError(
+                    f"Role[{role.name}].resource.{name}",
+                    asked,
+                    f"one {itype} instance has {has} {what}, and every node of this multi-node "
+                    "job runs on one (AWS Batch would leave the job RUNNABLE forever)",
+                    f"ask for at most {has}, or use a larger instance type's named resource "
+                    "(e.g. resource(h='aws_p4d.24xlarge'))",
+                )
 
 
 def device_mounts(role: Role) -> list[DeviceMount]:

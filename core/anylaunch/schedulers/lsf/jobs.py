@@ -318,7 +318,53 @@ def _replica_env(replica: Role) -> dict[str, str]:
     return env
 
 
+def check_host_ports(app: AppDef, opts: LsfOpts) -> None:
+    """Refuses a host port two replicas would publish: in containers without
+    ``host_network`` every replica's ``port_map`` ports are published on the same host ports
+    (``docker run -p P:P``), and LSF may place two of the app's jobs on one host, where the
+    second ``docker run`` fails ("port is already allocated") once the job starts.
+
+    >>> from anylaunch.specs import Role
+    >>> app = AppDef("a", [Role("w", "img:1", num_replicas=2, port_map={"c10d": 29500})])
+    >>> check_host_ports(app, LsfOpts())
+    Traceback (most recent call last):
+    ...
+    anylaunch.specs.errors.InvalidSpecError: Role[w].port_map={'c10d': 29500} is invalid: host port 29500 would be published by 2 replicas (w/0, w/1) ...
+    >>> check_host_ports(app, LsfOpts(host_network=True))  # nothing is published
+    """
+    if opts.host_network:
+        return
+    publishers: dict[int, list[str]] = {}
+    for role in app.roles:
+        if not role.port_map or _is_directory_image(role.image):
+            continue
+        array = app.array
+        # the replicas that may run at once: an array's elements up to its parallelism
+        at_once = (
+            min(len(array.selected), array.parallelism or len(array.selected))
+            if array is not None
+            else role.num_replicas
+        )
+        for port in sorted(set(role.port_map.values())):
+            publishers.setdefault(port, []).extend(f"{role.name}/{k}" for k in range(at_once))
+    for port, replicas in publishers.items():
+        if len(replicas) > 1:
+            role_name = replicas[0].split("/")[0]
+            role = next(r for r in app.roles if r.name == role_name)
+            shown = ", ".join(replicas[:4]) + (", ..." if len(replicas) > 4 else "")
+            raise InvalidSpecError(
+                f"Role[{role.name}].port_map",
+                role.port_map,
+                f"host port {port} would be published by {len(replicas)} replicas ({shown}) "
+                "and LSF may run two of them on one host, where docker refuses the second",
+                "set host_network=True (containers use the host's network and publish "
+                "nothing), or publish the port from one replica only (port_map on a role "
+                "with num_replicas=1) and give other roles their own ports",
+            )
+
+
 def _build_request(app: AppDef, opts: LsfOpts, session: str) -> LsfRequest:
+    check_host_ports(app, opts)
     if app.array is not None:  # one bsub -J "name[1-N]%K" (one role, one replica)
         from anylaunch.schedulers.lsf.arrays import build_array_request
 

@@ -58,6 +58,7 @@ from anylaunch.schedulers.slurm.arrays import (
     tagged,
 )
 from anylaunch.schedulers.slurm.capacity import asked, parse_test_only, run_test_only
+from anylaunch.schedulers.slurm.limits import check_partition_limits, read_partitions
 from anylaunch.schedulers.slurm.query import (
     SlurmCommandError,
     SlurmJob,
@@ -353,8 +354,17 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler[Mapping[str, CfgVal]]):
 
         Raises:
             SlurmCommandError: sbatch is missing or refused the job (its error is quoted).
+            InvalidSpecError: the job asks for more CPUs per replica than the largest node
+                of its partition has, or more CPUs than the partition holds (from one
+                ``sinfo``; Slurm would accept the job and leave it pending forever).
         """
         request: SlurmBatchRequest = self._own_request(dryrun_info)
+        partitions = read_partitions()
+        if partitions is not None:  # the real cluster's limits, where dryrun saw none
+            check_partition_limits(
+                [(g.role, {**request.job_opts, **g.sbatch_opts}) for g in request.groups],
+                partitions,
+            )
         if request.create_workdir:
             os.makedirs(request.workdir, exist_ok=True)
         job_id = _sbatch(request.sbatch_cmd(), request.materialize())
