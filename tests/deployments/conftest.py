@@ -16,9 +16,22 @@ import pytest
 
 from tests.backends import require_backend
 from tests.deployments import postgres as pg
+from tests.schedulers.docker.docker_engine import busybox_image, docker_client
+from tests.schedulers.kubernetes.kube_cluster import kube_client, kube_namespace, kubelet
 from tests.schedulers.slurm.cluster import slurm_cluster
 
-__all__ = ["app_ids", "app_state", "live_processes", "postgres", "slurm_cluster"]
+__all__ = [
+    "app_ids",
+    "app_state",
+    "busybox_image",
+    "docker_client",
+    "kube_client",
+    "kube_namespace",
+    "kubelet",
+    "live_processes",
+    "postgres",
+    "slurm_cluster",
+]
 
 collect_ignore = ["dags"]
 

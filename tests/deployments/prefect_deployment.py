@@ -1,6 +1,8 @@
-"""Prefect 3 as operators run it: ``prefect server start`` (on PostgreSQL), a process work
-pool, a deployment of a flow from source, and ``prefect worker start`` running flow runs in
-processes of their own; loopback only, free ports, stopped by PID."""
+"""Prefect 3 as teams that outgrew one machine run it: ``prefect server start`` (on
+PostgreSQL), one process work pool served by two workers (``worker-a``, ``worker-b``: either
+may pick up a flow run, each runs it in a process of its own), deployments of flows from
+source, flow-run heartbeats and the zombie automation that marks a flow run CRASHED once its
+heartbeats stop (its worker host lost); loopback only, free ports, stopped by PID."""
 
 from __future__ import annotations
 
@@ -17,6 +19,41 @@ from tests.deployments.processes import Daemon, free_port, wait_until
 FLOWS = Path(__file__).resolve().parent / "flows"
 BIN = Path(sys.executable).parent
 POOL = "anylaunch-pool"
+WORKERS = ("worker-a", "worker-b")
+#: Seconds between a flow run's heartbeats (Prefect's minimum) and the silence after which the
+#: zombie automation crashes it.
+HEARTBEAT_S = 30
+ZOMBIE_AFTER_S = 45
+DEPLOYMENTS = {"ticker": "ticker_parent", "kube-ticker": "kube_ticker_parent"}
+# Prefect's recipe for zombie flow runs (docs: "Detect zombie flows"): no heartbeat and no
+# final state within ZOMBIE_AFTER_S of the last heartbeat crashes the flow run
+ZOMBIE_AUTOMATION = f"""
+from datetime import timedelta
+from prefect.automations import Automation
+from prefect.client.schemas.objects import StateType
+from prefect.events.actions import ChangeFlowRunState
+from prefect.events.schemas.automations import EventTrigger, Posture
+
+Automation(
+    name="crash-zombie-flow-runs",
+    trigger=EventTrigger(
+        after={{"prefect.flow-run.heartbeat"}},
+        expect={{
+            "prefect.flow-run.heartbeat",
+            "prefect.flow-run.Completed",
+            "prefect.flow-run.Failed",
+            "prefect.flow-run.Cancelled",
+            "prefect.flow-run.Crashed",
+        }},
+        match={{"prefect.resource.id": ["prefect.flow-run.*"]}},
+        for_each={{"prefect.resource.id"}},
+        posture=Posture.Proactive,
+        threshold=1,
+        within=timedelta(seconds={ZOMBIE_AFTER_S}),
+    ),
+    actions=[ChangeFlowRunState(state=StateType.CRASHED, message="no heartbeat: worker lost")],
+).create()
+"""
 
 
 class PrefectDeployment:
@@ -46,12 +83,18 @@ class PrefectDeployment:
                 "PREFECT_SERVER_MEMO_STORE_PATH": str(self.root / "memo.toml"),
                 "PREFECT_WORKER_QUERY_SECONDS": "1",
                 "PREFECT_RUNNER_POLL_FREQUENCY": "1",
+                "PREFECT_FLOWS_HEARTBEAT_FREQUENCY": str(HEARTBEAT_S),
                 "ANYLAUNCH_LOCAL_STATE_DIR": str(self.state_dir),
                 "PYTHONPATH": os.pathsep.join(
                     [str(Path(__file__).resolve().parents[2]), os.environ.get("PYTHONPATH", "")]
                 ),
             }
         )
+        # the provisioned cluster, for the flows' Kubernetes apps
+        from tests.schedulers.kubernetes.kube_cluster import kubeconfig
+
+        if (config := kubeconfig()) is not None:
+            env.setdefault("KUBECONFIG", config)
         return env
 
     def run(self, *argv: str, timeout: float = 300) -> str:
@@ -81,20 +124,26 @@ class PrefectDeployment:
         )
         wait_until(lambda: self._healthy(), 240, "the Prefect server")
         self.run(str(BIN / "prefect"), "work-pool", "create", POOL, "--type", "process")
-        deploy = (
-            "from prefect import flow\n"
-            f"flow.from_source(source={str(FLOWS)!r}, entrypoint='anylaunch_flows.py:ticker_parent')"
-            f".deploy(name='ticker', work_pool_name={POOL!r})\n"
+        deploy = "from prefect import flow\n" + "".join(
+            f"flow.from_source(source={str(FLOWS)!r}, entrypoint='anylaunch_flows.py:{entry}')"
+            f".deploy(name={name!r}, work_pool_name={POOL!r})\n"
+            for name, entry in DEPLOYMENTS.items()
         )
         self.run(sys.executable, "-c", deploy)
-        self.daemons["worker"] = Daemon(
-            "worker",
-            [str(BIN / "prefect"), "worker", "start", "--pool", POOL, "--type", "process"],
-            self.env(),
-            self.root / "logs",
-            self.root,
-        )
+        self.run(sys.executable, "-c", ZOMBIE_AUTOMATION)
+        for name in WORKERS:
+            self.start_worker(name)
         return self
+
+    def start_worker(self, name: str) -> Daemon:
+        """Starts (or restarts, once killed) worker ``name`` of the pool."""
+        if (old := self.daemons.get(name)) is not None:
+            old.stop()  # a lost one: only its log is left to close
+        argv = ["worker", "start", "--pool", POOL, "--type", "process", "--name", name]
+        self.daemons[name] = Daemon(
+            name, [str(BIN / "prefect"), *argv], self.env(), self.root / "logs", self.root
+        )
+        return self.daemons[name]
 
     def _healthy(self) -> bool:
         import urllib.request
@@ -121,11 +170,11 @@ class PrefectDeployment:
         )
         return json.loads(self.run(sys.executable, "-c", script).strip().splitlines()[-1])
 
-    def run_deployment(self, **parameters: Any) -> str:
+    def run_deployment(self, deployment: str = "ticker-parent/ticker", **parameters: Any) -> str:
         import json
 
         code = (
-            "d = client.read_deployment_by_name('ticker-parent/ticker')\n"
+            f"d = client.read_deployment_by_name({deployment!r})\n"
             f"run = client.create_flow_run_from_deployment(d.id, parameters={json.dumps(parameters)})\n"
             "print(json.dumps(str(run.id)))"
         )
@@ -141,7 +190,18 @@ class PrefectDeployment:
         return dict(self.client_call(code))
 
     def flow_run_processes(self) -> list[int]:
-        """PIDs of the worker's flow-run processes."""
+        """PIDs of every worker's flow-run processes."""
         from tests.deployments.processes import descendants
 
-        return descendants(self.daemons["worker"].pid)
+        return [pid for name in WORKERS for pid in descendants(self.daemons[name].pid)]
+
+    def worker_running(self, run_id: str) -> str | None:
+        """The name of the worker whose process tree runs flow run ``run_id`` (None: none
+        does yet); a flow-run process carries its run id in its environment."""
+        from tests.deployments.processes import descendants, environ
+
+        for name in WORKERS:
+            for pid in descendants(self.daemons[name].pid):
+                if environ(pid).get("PREFECT__FLOW_RUN_ID") == run_id:
+                    return name
+        return None
