@@ -28,16 +28,17 @@ APP = AppDef(
     ],
 )
 
+# the job's files in the deployment's directory (the nodes see it), not the code's (unset
+# when pytest imports this file for its doctests)
+CFG = {"job_dir": d} if (d := os.environ.get("SLURM_TICKER_JOB_DIR")) else {}
+
 
 @dg.job(
     resource_defs={"anylaunch": AnylaunchResource(poll_interval_s=1.0)},
     tags={"dagster/max_retries": "1", "dagster/retry_strategy": "FROM_FAILURE"},
 )
 def slurm_ticker_job() -> None:
-    # the job's files in the deployment's directory (the nodes see it), not the code's
-    build_anylaunch_op(
-        "ticker", APP, scheduler="slurm", cfg={"job_dir": os.environ["SLURM_TICKER_JOB_DIR"]}
-    )()
+    build_anylaunch_op("ticker", APP, scheduler="slurm", cfg=CFG)()
 
 
 defs = dg.Definitions(jobs=[slurm_ticker_job])
