@@ -65,6 +65,7 @@ from anylaunch.runner.wake import (
     AsyncChangeWaiter,
     await_on_feed,
     change_feed_of,
+    scheduler_change_feed,
     wait_on_feed,
 )
 from anylaunch.runner.watch import (
@@ -154,30 +155,23 @@ class AppSession:
             :class:`~anylaunch.runner.watch.WatchPolicy`, under the same names)
         startup_timeout: seconds the app may take to start (None: no limit)
         run_timeout: seconds the app may run once started (None: no limit)
-        startup_deadline: an absolute startup deadline (epoch seconds)
-        run_deadline: an absolute run deadline (epoch seconds)
+        startup_deadline, run_deadline: absolute startup / run deadlines (epoch seconds)
         already_started: the app is known to have started already
         max_poll_errors: consecutive failed status calls after which the watch is lost
         cancel_on_timeout: cancel the app when a deadline passes
-        names: how the caller names the poll interval and the timeouts (in errors and
-            messages)
-        cancel_on_failure: cancel the app when the watch is lost (default:
-            ``cancel_on_timeout``)
+        names: the caller's names of the poll interval and the timeouts (for its messages)
+        cancel_on_failure: cancel the app when the watch is lost (None: ``cancel_on_timeout``)
         secrets: the secrets the caller knows (e.g. the env it launched the app with)
         secret_env_names: env names that are secret besides the built-in patterns
         learn_secrets: read the app's env from its scheduler (one describe) for more secrets;
             the app's lines are streamed only once that worked, so none leaks unmasked
-        on_secrets: called once with every secret value when they are known (an engine's
-            own masker)
-        logs: ``pump`` (reader threads), ``cursor`` (read by position on each
-            :meth:`read_logs`) or ``off``
+        on_secrets: called once with every secret value once known (an engine's masker)
+        logs: ``pump`` (reader threads), ``cursor`` (by position, each :meth:`read_logs`) or ``off``
         log_roles, log_replicas: only these roles' / replica ids' lines (None: all)
         log_stream: which output to read (None: the scheduler's choice)
         log_positions: where a ``cursor`` starts (lines already read per ``role/replica``)
-        replicas: the app's ``(role, replica)`` pairs if the caller knows them (else found
-            through the scheduler when the app starts)
-        reader_runner: makes a runner for each log reader thread (default:
-            ``runner.sibling``), so that the readers never share the caller's runner
+        replicas: the app's ``(role, replica)`` pairs, if known (else found as it starts)
+        reader_runner: makes each log reader thread's runner (default: siblings of ``runner``)
         tail_size: how many of the last lines the outcome keeps
         on_status: sees every status observed (None: the app is unknown), e.g. a live view
         on_tick: called whenever the session emits (at least every ``TICK_S`` while it waits)
@@ -719,6 +713,21 @@ class AppSession:
             and (self._log_replicas is None or k in self._log_replicas)
         )
 
+    def _reader_runners(self, handle: str) -> Callable[[], Runner]:
+        """Each log reader's runner: a sibling of the session's (schedulers need not be
+        thread-safe) on the session's change feed too, so that a reader's describes (is its
+        replica over?) come from the feed's cache (a shared watch), not the backend."""
+        sibling, scheduler = self._runner().sibling, parse_app_handle(handle)[0]
+        if self._feed is None:
+            return sibling
+
+        def reader_runner() -> Runner:
+            runner = sibling()
+            scheduler_change_feed(runner, scheduler)  # the process-wide feed: taken, not made
+            return runner
+
+        return reader_runner
+
     def _start_pump(self) -> None:
         """Starts the reader threads once the app has started and its secrets are known
         (once: a replica whose log cannot be read is reported, not retried)."""
@@ -740,9 +749,10 @@ class AppSession:
                 if (self._log_roles is None or role in self._log_roles)
                 and (self._log_replicas is None or k in self._log_replicas)
             ]
+            reader_handle = self._attempts.reader_handle(self.handle, status)
             self._pump = LogPump(
-                self._reader_runner or self._runner().sibling,
-                self._attempts.reader_handle(self.handle, status),
+                self._reader_runner or self._reader_runners(reader_handle),
+                reader_handle,
                 replicas,
                 self._lines,
                 should_tail=True,
