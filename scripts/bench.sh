@@ -12,17 +12,24 @@
 #                                                writes .benchmarks/slurm_arrays.json (the size:
 #                                                ANYLAUNCH_SLURM_ARRAYS_N, default 1000)
 #   bash scripts/bench.sh engine-scale [N ...]   the engine-scale benchmark (default N: 50 200 500):
-#                                                N deferred Airflow tasks waiting on real jobs at
-#                                                once, anylaunch vs the incumbents, on Kubernetes,
-#                                                Slurm and local_cwd; writes
-#                                                .benchmarks/engine_scale.json and .png
+#                                                N tasks of one engine waiting on real jobs at
+#                                                once, anylaunch vs each engine's incumbent:
+#                                                Airflow (deferred tasks; Kubernetes, Slurm,
+#                                                local_cwd), Prefect (a mapped flow on a server
+#                                                and worker; Kubernetes) and Dagster (one run's
+#                                                op; Kubernetes); writes
+#                                                .benchmarks/engine_scale.json and .png,
+#                                                .benchmarks/engine_scale_prefect.json and
+#                                                .benchmarks/engine_scale_dagster.json
 #
 # engine-scale provisions its backends like scripts/test.sh (every scripts/provision/*.sh is
-# sourced) and installs the `bench` dependency group (the cncf.kubernetes provider, matplotlib)
-# into the project environment. Environment knobs: ANYLAUNCH_ENGINE_SCALE_SLEEP_S (how long each
-# job runs, default 30), and pytest's -k through ANYLAUNCH_ENGINE_SCALE_PYTEST_ARGS
-# (e.g. "-k kubernetes"), ANYLAUNCH_ENGINE_SCALE_K8S_TOOLS (the Kubernetes waiters to run,
-# default "anylaunch kpo").
+# sourced) and installs the project with the `bench` dependency group (the incumbents: the
+# cncf.kubernetes provider, prefect-kubernetes, dagster-k8s; matplotlib) into an environment of
+# its own, .venvs/bench, so the project environment stays the locked default meanwhile.
+# Environment knobs: ANYLAUNCH_ENGINE_SCALE_ENGINES (the engines to run, default
+# "airflow prefect dagster"), ANYLAUNCH_ENGINE_SCALE_SLEEP_S (how long each job runs, default
+# 30), pytest's -k through ANYLAUNCH_ENGINE_SCALE_PYTEST_ARGS (e.g. "-k kubernetes"),
+# ANYLAUNCH_ENGINE_SCALE_K8S_TOOLS (Airflow's Kubernetes waiters, default "anylaunch kpo").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -58,6 +65,21 @@ for n in "${sizes[@]}"; do
   fi
 done
 
+engines=(${ANYLAUNCH_ENGINE_SCALE_ENGINES:-airflow prefect dagster})
+tests=()
+for engine in "${engines[@]}"; do
+  case "$engine" in
+    airflow) tests+=(tests/benchmarks/engine_scale/test_engine_scale.py) ;;
+    prefect | dagster) tests+=("tests/benchmarks/engine_scale/test_engine_scale_$engine.py") ;;
+    *)
+      echo "bench.sh engine-scale: ANYLAUNCH_ENGINE_SCALE_ENGINES names airflow, prefect or" \
+        "dagster, not '$engine'" >&2
+      exit 2
+      ;;
+  esac
+done
+
+export UV_PROJECT_ENVIRONMENT="$PWD/.venvs/bench"
 uv sync --frozen --all-extras --group bench --quiet
 run python -m compileall -q core integrations
 
@@ -68,10 +90,9 @@ for script in scripts/provision/*.sh; do
   . "$script"
 done
 
-echo "== engine-scale N=${sizes[*]}"
+echo "== engine-scale N=${sizes[*]} engines=${engines[*]}"
 export ANYLAUNCH_ENGINE_SCALE=1 ANYLAUNCH_ENGINE_SCALE_N="${sizes[*]}"
 # shellcheck disable=SC2086 # the extra pytest arguments are words on purpose
-run pytest tests/benchmarks/engine_scale -p no:cacheprovider -s -v \
-  ${ANYLAUNCH_ENGINE_SCALE_PYTEST_ARGS:-}
-echo "== results: .benchmarks/engine_scale.json, .benchmarks/engine_scale.png"
+run pytest "${tests[@]}" -p no:cacheprovider -s -v ${ANYLAUNCH_ENGINE_SCALE_PYTEST_ARGS:-}
+echo "== results: .benchmarks/engine_scale{,_prefect,_dagster}.json, .benchmarks/engine_scale.png"
 run python -m tests.benchmarks.engine_scale.report

@@ -5,10 +5,17 @@ neither runs the benchmark nor imports its Airflow DAGs or the plotting code."""
 
 import os
 
-collect_ignore = ["dags"]  # DAG files: the dag-processor parses them, pytest must not
+# DAG and flow files: the engines load them, pytest must not
+collect_ignore = ["dags", "flows"]
 if os.environ.get("ANYLAUNCH_ENGINE_SCALE") != "1":
     collect_ignore_glob = [
         "test_engine_scale.py",
         "naive_slurm.py",
         "report.py",
+        "test_engine_scale_prefect.py",
+        "test_engine_scale_dagster.py",
+        "prefect_engine.py",
+        "dagster_engine.py",
+        "airflow_engine.py",
+        "kube.py",
     ]

@@ -33,13 +33,12 @@ import subprocess
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from tests.deployments.airflow_deployment import AirflowDeployment
 from tests.deployments.processes import descendants, wait_until
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
@@ -114,31 +113,69 @@ class TreeSampler:
         return self.max_root_cpu - self.start_root_cpu
 
 
-def fresh_triggerer(airflow: AirflowDeployment) -> int:
-    """Restarts the triggerer and waits until it heartbeats; returns its PID."""
-    airflow.daemons["triggerer"].stop()
-    started = time.time()
-    airflow.restart("triggerer")
+class TreesSampler:
+    """Samples the CPU and RSS of process trees whose roots are found while it runs (e.g. a
+    Dagster run worker, started for each run): ``find_roots`` is asked every ``interval``
+    seconds. A root there from the start counts from its CPU then; one found later from 0 (it
+    started during the run). A tree that ends keeps the CPU of its last sample."""
 
-    def beating() -> bool:
-        health = airflow.get("/api/v2/monitor/health")["triggerer"]
-        beat = health.get("latest_triggerer_heartbeat")
-        return bool(health.get("status") == "healthy" and beat and _parse_time(beat) > started)
+    def __init__(self, find_roots: Callable[[], Iterable[int]], interval: float = 0.25) -> None:
+        self.find_roots = find_roots
+        self.interval = interval
+        self._cpu: dict[int, tuple[float, float]] = {}  # root -> (CPU when found, highest)
+        for root in find_roots():
+            cpu, _ = tree_usage(root)
+            self._cpu[root] = (cpu, cpu)
+        self.peak_rss = 0.0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
 
-    wait_until(beating, 120, "the restarted triggerer's heartbeat", interval=0.5)
-    return airflow.daemons["triggerer"].pid
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            rss = 0.0
+            for root in {*self._cpu, *self.find_roots()}:
+                if not Path(f"/proc/{root}").exists():
+                    continue
+                cpu, tree_rss = tree_usage(root)
+                first, highest = self._cpu.get(root, (0.0, 0.0))
+                self._cpu[root] = (first, max(highest, cpu))
+                rss += tree_rss
+            self.peak_rss = max(self.peak_rss, rss)
+            self._stop.wait(self.interval)
+
+    def __enter__(self) -> TreesSampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    @property
+    def cpu_s(self) -> float:
+        return sum(highest - first for first, highest in self._cpu.values())
+
+    @property
+    def roots(self) -> list[int]:
+        """Every root seen."""
+        return sorted(self._cpu)
 
 
-def idle_triggerer_cpu_per_s(airflow: AirflowDeployment, seconds: float = 30.0) -> float:
-    """CPU seconds per second a freshly restarted triggerer with no triggers uses (Airflow's
-    own loops: heartbeats, trigger assignment queries): the floor under every waiter's
-    ``triggerer_cpu_s``, which ``triggerer_idle_cpu_s`` (this rate times the run's wall time)
-    states in each entry."""
-    pid = fresh_triggerer(airflow)
-    time.sleep(5.0)  # past the start-up work
-    with TreeSampler(pid) as sampler:
-        time.sleep(seconds)
-    return sampler.cpu_s / seconds
+def new_top_processes(parent: int, before: Iterable[int]) -> list[int]:
+    """The descendants of ``parent`` started since ``before`` (its descendants then) whose
+    parent was there before: the roots of the process trees started meanwhile."""
+    old = {parent, *before}
+    found = []
+    for pid in descendants(parent):
+        if pid in old:
+            continue
+        try:
+            ppid = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        if ppid in old:
+            found.append(pid)
+    return found
 
 
 # --- API server and Slurm controller load ------------------------------------------------------
@@ -342,7 +379,7 @@ def _answered(
         if audit_id in seen:
             continue
         try:
-            received = _parse_time(str(event["requestReceivedTimestamp"]))
+            received = parse_time(str(event["requestReceivedTimestamp"]))
         except (KeyError, ValueError):
             continue
         if start <= received <= end:
@@ -368,7 +405,7 @@ def count_requests(
     ...     return json.dumps({"auditID": uid, "stage": stage, "verb": verb,
     ...         "userAgent": agent, "objectRef": ref, "requestURI": "/version",
     ...         "requestReceivedTimestamp": f"2026-11-26T03:00:{t:02d}.5Z"})
-    >>> engine, start = "OpenAPI-Generator/31.0.0/python", _parse_time("2026-11-26T03:00:00Z")
+    >>> engine, start = "OpenAPI-Generator/31.0.0/python", parse_time("2026-11-26T03:00:00Z")
     >>> lines = [
     ...     line("a", "ResponseComplete", "get", engine, 1),
     ...     line("b", "ResponseStarted", "watch", engine, 2),
@@ -461,11 +498,11 @@ def client_summary(requests: ClientRequests | None) -> dict[str, Any]:
 # --- job ends and task ends ----------------------------------------------------------------------
 
 
-def _parse_time(text: str) -> float:
+def parse_time(text: str) -> float:
     """An RFC 3339 time (any fraction digits, ``Z`` or an offset) as a POSIX timestamp.
 
-    >>> end = _parse_time("2026-11-25T17:00:00.123456789Z")
-    >>> round(end - _parse_time("2026-11-25T18:00:00+01:00"), 6)
+    >>> end = parse_time("2026-11-25T17:00:00.123456789Z")
+    >>> round(end - parse_time("2026-11-25T18:00:00+01:00"), 6)
     0.123456
     """
     text = text.replace("Z", "+00:00")
@@ -511,7 +548,7 @@ def pod_container_exits(namespace: str) -> dict[int, PodExit]:
         state = container["State"]
         if "BENCH_INDEX" in env and not state.get("Running"):
             pod = str(container["Config"].get("Labels", {}).get("io.kubernetes.pod.name", ""))
-            exits[int(env["BENCH_INDEX"])] = PodExit(_parse_time(state["FinishedAt"]), pod)
+            exits[int(env["BENCH_INDEX"])] = PodExit(parse_time(state["FinishedAt"]), pod)
     return exits
 
 
@@ -532,7 +569,7 @@ def kubelet_status_reports(
     ...         "userAgent": agent, "objectRef": {"resource": "pods", "namespace": "run-1",
     ...         "name": name, "subresource": sub},
     ...         "requestReceivedTimestamp": f"2026-11-26T03:00:{t:02d}.5Z"})
-    >>> start = _parse_time("2026-11-26T03:00:00Z")
+    >>> start = parse_time("2026-11-26T03:00:00Z")
     >>> lines = [line("a", 3), line("b", 1), line("c", 2, agent="OpenAPI-Generator"),
     ...          line("d", 4, sub=None), line("e", 5, name="p-2"), line("a", 3)]
     >>> {pod: [t - start for t in times] for pod, times in
@@ -562,7 +599,7 @@ def delay_split(
     1.20); ``after_report_*`` is the waiter's and the engine's part.
 
     >>> tis = [{"map_index": 0, "end_date": "2026-11-26T03:00:05Z"}]
-    >>> exits = {0: PodExit(_parse_time("2026-11-26T03:00:03Z"), "p-0")}
+    >>> exits = {0: PodExit(parse_time("2026-11-26T03:00:03Z"), "p-0")}
     >>> delay_split(tis, exits, {"p-0": [exits[0].end - 1, exits[0].end + 0.5]})
     {'kubelet_report_median_s': 0.5, 'after_report_median_s': 1.5, 'after_report_p95_s': 1.5}
     """
@@ -575,7 +612,7 @@ def delay_split(
         if report is None:
             continue
         to_report.append(report - found.end)
-        after_report.append(_parse_time(ti["end_date"]) - report)
+        after_report.append(parse_time(ti["end_date"]) - report)
     if not to_report:
         return {}
     return {
@@ -590,24 +627,10 @@ def noted_ends(out: Path) -> dict[int, float]:
     return {int(p.name): float(p.read_text()) for p in out.iterdir() if p.read_text().strip()}
 
 
-def task_instances(airflow: AirflowDeployment, dag_id: str, run_id: str) -> list[dict[str, Any]]:
-    """Every mapped instance of task ``app`` in the run."""
-    found: list[dict[str, Any]] = []
-    offset = 0
-    while True:
-        page = airflow.get(
-            f"/api/v2/dags/{dag_id}/dagRuns/{run_id}/taskInstances?limit=100&offset={offset}"
-        )["task_instances"]
-        found += [ti for ti in page if ti["task_id"] == "app"]
-        if len(page) < 100:
-            return found
-        offset += 100
-
-
 def delays(tis: list[dict[str, Any]], ends: Mapping[int, float]) -> list[float]:
     """Seconds from each job's end to its task instance's end."""
     return [
-        _parse_time(ti["end_date"]) - ends[ti["map_index"]]
+        parse_time(ti["end_date"]) - ends[ti["map_index"]]
         for ti in tis
         if ti["map_index"] in ends and ti.get("end_date")
     ]
@@ -625,50 +648,64 @@ def p95(values: list[float]) -> float:
 
 # --- one run ---------------------------------------------------------------------------------------
 
-TERMINAL = ("success", "failed")
 
-
-def run_dag(
-    airflow: AirflowDeployment,
-    dag_id: str,
-    conf: Mapping[str, Any],
+def measure_run(
+    start: Callable[[], str],
+    ended: Callable[[str], str | None],
+    sampler: TreeSampler | TreesSampler,
     timeout: float,
-    load: Any = None,
+    what: str,
+    load: Callable[[], Counter[str]] | None = None,
     audit: Path | None = None,
 ) -> dict[str, Any]:
-    """Triggers ``dag_id`` on a fresh triggerer and waits for the run to end. ``load`` is a
-    callable returning a Counter of cluster requests (scraped before and after). ``audit``: an
-    API server audit log, whose position before the run (``audit_mark``) and the run's end time
-    (``audit_end``, after the last scrape) are returned, for :func:`audit_requests` to read
-    once the run's long requests (watches) have ended. Returns the measurements (without
-    delays) and the task instances."""
-    pid = fresh_triggerer(airflow)
+    """One engine run, whatever the engine: ``start()`` starts it and returns its id;
+    ``ended(id)`` is its terminal state, or None while it runs. ``sampler`` samples the
+    engine's processes meanwhile. ``load`` is a callable returning a Counter of cluster
+    requests (scraped before and after). ``audit``: an API server audit log, whose position
+    before the run (``audit_mark``) and the run's end time (``audit_end``, after the last
+    scrape) are returned, for :func:`audit_requests` to read once the run's long requests
+    (watches) have ended."""
     mark = audit_mark(audit) if audit else None
     before = load() if load else Counter()
     started = time.monotonic()
-    with TreeSampler(pid) as sampler:
-        run_id = airflow.trigger(dag_id, conf)
-        state = wait_until(
-            lambda: (s := airflow.dag_run_state(dag_id, run_id)) in TERMINAL and s,
-            timeout,
-            f"run {run_id} of {dag_id}",
-            interval=1.0,
-        )
+    with sampler:
+        run_id = start()
+        state = wait_until(lambda: ended(run_id), timeout, f"{what} {run_id}", interval=1.0)
     wall = time.monotonic() - started
     requests = delta(load(), before) if load else {}
-    audit_end = time.time()
-    tis = task_instances(airflow, dag_id, run_id)
     return {
+        "run_id": run_id,
         "audit_mark": mark,
-        "audit_end": audit_end,
+        "audit_end": time.time(),
         "state": state,
         "wall_s": round(wall, 1),
-        "triggerer_cpu_s": round(sampler.cpu_s, 2),
-        "triggerer_supervisor_cpu_s": round(sampler.root_cpu_s, 2),
-        "triggerer_peak_rss_mb": round(sampler.peak_rss, 1),
+        "cpu_s": round(sampler.cpu_s, 2),
+        "peak_rss_mib": round(sampler.peak_rss, 1),
         "requests": requests,
-        "tis": tis,
     }
+
+
+def summarize_engine(measured: dict[str, Any], ends: Mapping[int, float]) -> dict[str, Any]:
+    """The JSON entry of one Prefect or Dagster run: ``measured["tis"]`` holds the engine's
+    record of each task's end in the shape of Airflow's task instances (``map_index``: the
+    job's ``BENCH_INDEX``, ``end_date``, ``state``)."""
+    tis = measured["tis"]
+    waits = delays(tis, ends)
+    entry: dict[str, Any] = {
+        "api_requests": sum(measured["requests"].values()) if measured["requests"] else None,
+        "engine_cpu_s": measured["cpu_s"],
+        "peak_rss_mib": measured["peak_rss_mib"],
+        "delay_median_s": round(statistics.median(waits), 3) if waits else None,
+        "delay_p95_s": round(p95(waits), 3) if waits else None,
+        "tasks": len(tis),
+        "task_states": dict(Counter(ti["state"] for ti in tis)),
+        "delays_measured": len(waits),
+        "wall_s": measured["wall_s"],
+        "run_state": measured["state"],
+    }
+    if measured["requests"]:
+        entry["api_requests_by_kind"] = measured["requests"]
+    return entry
 
 
 def summarize(measured: dict[str, Any], ends: Mapping[int, float], load_key: str) -> dict[str, Any]:

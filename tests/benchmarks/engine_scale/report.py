@@ -1,5 +1,6 @@
-"""``.benchmarks/engine_scale.json`` (merged run by run: ``{backend: {N: {tool: entry}}}``) and
-the plot beside it."""
+"""``.benchmarks/engine_scale.json`` (Airflow) and the plot beside it, and
+``.benchmarks/engine_scale_prefect.json``, ``.benchmarks/engine_scale_dagster.json``: each merged
+run by run, ``{backend: {N: {tool: entry}}}``."""
 
 from __future__ import annotations
 
@@ -11,6 +12,18 @@ REPO = Path(__file__).resolve().parents[3]
 OUT = REPO / ".benchmarks"
 JSON_PATH = OUT / "engine_scale.json"
 PNG_PATH = OUT / "engine_scale.png"
+#: The Prefect and Dagster results (tools ``anylaunch`` and ``incumbent``).
+ENGINE_PATHS = {
+    "prefect": OUT / "engine_scale_prefect.json",
+    "dagster": OUT / "engine_scale_dagster.json",
+}
+ENGINE_METRICS = (
+    ("engine_api_requests", "engine API requests"),
+    ("engine_cpu_s", "engine CPU s"),
+    ("peak_rss_mib", "engine peak RSS MiB"),
+    ("delay_median_s", "delay median s"),
+    ("delay_p95_s", "delay p95 s"),
+)
 METRICS = (
     ("api_requests", "API server requests (all clients)"),
     ("engine_api_requests", "API server requests by the engine"),
@@ -21,13 +34,18 @@ METRICS = (
 )
 
 
-def record(backend: str, n: int, tool: str, entry: dict[str, Any]) -> dict[str, Any]:
-    """Adds one run's entry to the JSON file (keeping every other run's) and redraws the plot."""
+def record(
+    backend: str, n: int, tool: str, entry: dict[str, Any], engine: str = "airflow"
+) -> dict[str, Any]:
+    """Adds one run's entry to the engine's JSON file (keeping every other run's); for
+    Airflow also redraws the plot."""
+    path = JSON_PATH if engine == "airflow" else ENGINE_PATHS[engine]
     OUT.mkdir(exist_ok=True)
-    data: dict[str, Any] = json.loads(JSON_PATH.read_text()) if JSON_PATH.exists() else {}
+    data: dict[str, Any] = json.loads(path.read_text()) if path.exists() else {}
     data.setdefault(backend, {}).setdefault(str(n), {})[tool] = entry
-    JSON_PATH.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
-    plot(data)
+    path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+    if engine == "airflow":
+        plot(data)
     return data
 
 
@@ -128,8 +146,48 @@ def ratios(data: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def engine_table(data: dict[str, Any]) -> str:
+    """A Prefect or Dagster result file as a Markdown table, with anylaunch's requests and
+    CPU against the incumbent's.
+
+    >>> print(engine_table({"kubernetes": {"200": {
+    ...     "anylaunch": {"engine_api_requests": 100, "engine_cpu_s": 5.0, "peak_rss_mib": 200.0,
+    ...                   "delay_median_s": 1.0, "delay_p95_s": 2.0},
+    ...     "incumbent": {"engine_api_requests": 900, "engine_cpu_s": 20.0, "peak_rss_mib": 300.0,
+    ...                   "delay_median_s": 3.0, "delay_p95_s": 6.0}}}}))
+    | backend | N | waiter | engine API requests | engine CPU s | engine peak RSS MiB | delay median s | delay p95 s |
+    |---|---|---|---|---|---|---|---|
+    | kubernetes | 200 | anylaunch | 100 | 5.0 | 200.0 | 1.0 | 2.0 |
+    | kubernetes | 200 | incumbent | 900 | 20.0 | 300.0 | 3.0 | 6.0 |
+    | kubernetes | 200 | incumbent / anylaunch | 9.0x | 4.0x | 1.5x | 3.0x | 3.0x |
+    """
+    lines = [
+        "| backend | N | waiter | " + " | ".join(t for _, t in ENGINE_METRICS) + " |",
+        "|---|---|---" + "|---" * len(ENGINE_METRICS) + "|",
+    ]
+    for backend, by_n in sorted(data.items()):
+        for n, runs in sorted(by_n.items(), key=lambda kv: int(kv[0])):
+            for tool in ("anylaunch", "incumbent"):
+                if tool in runs:
+                    cells = [runs[tool].get(key) for key, _ in ENGINE_METRICS]
+                    shown = ["-" if c is None else str(c) for c in cells]
+                    lines.append(f"| {backend} | {n} | {tool} | " + " | ".join(shown) + " |")
+            if "anylaunch" in runs and "incumbent" in runs:
+                ours, theirs = runs["anylaunch"], runs["incumbent"]
+                cells = [_ratio(theirs.get(key), ours.get(key)) for key, _ in ENGINE_METRICS]
+                lines.append(
+                    f"| {backend} | {n} | incumbent / anylaunch | " + " | ".join(cells) + " |"
+                )
+    return "\n".join(lines)
+
+
 if __name__ == "__main__":
-    results = json.loads(JSON_PATH.read_text())
-    print(table(results))
-    print()
-    print(ratios(results))
+    if JSON_PATH.exists():
+        results = json.loads(JSON_PATH.read_text())
+        print(table(results))
+        print()
+        print(ratios(results))
+    for engine, path in ENGINE_PATHS.items():
+        if path.exists():
+            print(f"\n{engine}:\n")
+            print(engine_table(json.loads(path.read_text())))

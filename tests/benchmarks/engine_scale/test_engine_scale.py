@@ -29,16 +29,14 @@ time: a run fails only if a task did not succeed or a job's end could not be fou
 
 from __future__ import annotations
 
-import contextlib
 import os
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.benchmarks.engine_scale import harness
+from tests.benchmarks.engine_scale import airflow_engine, harness, kube
 from tests.benchmarks.engine_scale.report import record
 from tests.deployments.airflow_deployment import DAGS as DEPLOYMENT_DAGS
 from tests.deployments.airflow_deployment import AirflowDeployment
@@ -100,61 +98,18 @@ def airflow(
         deployment.stop()
 
 
-def _check(entry: dict[str, Any], n: int) -> None:
-    print(entry)
-    assert entry["task_states"] == {"success": n}
-    assert entry["delays_measured"] == n
-
-
-@contextlib.contextmanager
-def _namespace(client: Any) -> Iterator[str]:
-    """A fresh namespace (with its default service account), deleted and gone afterwards."""
-    from anylaunch.schedulers.kubernetes.client import KubernetesApiError
-
-    name = f"engine-scale-{uuid.uuid4().hex[:8]}"
-    path = f"/api/v1/namespaces/{name}"
-    client.request(
-        "POST",
-        "/api/v1/namespaces",
-        body={"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}},
-    )
-    wait_until(lambda: client.request("GET", f"{path}/serviceaccounts/default"), 60, "default SA")
-    try:
-        yield name
-    finally:
-        client.request("DELETE", path)
-
-        def gone() -> bool:
-            try:
-                client.request("GET", path)
-            except KubernetesApiError as e:
-                return e.status == 404
-            return False
-
-        wait_until(gone, 600, f"namespace {name} deleted", interval=1.0)
-
-
 @pytest.fixture(scope="session")
 def bench_client(kube_client: Any) -> Any:
-    """A client of the same API server whose requests the audit log names as the benchmark's
-    (user agent ``harness.BENCH_AGENT``), not the engine's."""
-    from anylaunch.schedulers.kubernetes.client import KubeClient
-
-    client = KubeClient.from_config(kube_cluster.kubeconfig())
-    client.api_client.user_agent = harness.BENCH_AGENT
-    return client
+    return kube.bench_client()
 
 
 @pytest.mark.parametrize("n", NS)
 def test_kubernetes(n: int, airflow: AirflowDeployment, bench_client: Any, kubelet: str) -> None:
-    if not harness.AUDIT_LOG.exists():
-        print(
-            f"no {harness.AUDIT_LOG}: engine_api_requests is not measured (restart the API server)"
-        )
+    kube.warn_without_audit_log()
     entries, runs = [], []
     for tool in K8S_TOOLS:
-        with _namespace(bench_client) as namespace:
-            measured = harness.run_dag(
+        with kube.namespace(bench_client) as namespace:
+            measured = airflow_engine.run_dag(
                 airflow,
                 f"engine_scale_k8s_{tool}",
                 {"n": n, "sleep_s": SLEEP_S, "namespace": namespace},
@@ -168,27 +123,20 @@ def test_kubernetes(n: int, airflow: AirflowDeployment, bench_client: Any, kubel
         runs.append((tool, entry, measured, namespace, exits))
     # a watch is logged only once it ends: restart the triggerer (ending its watches) before
     # reading the audit log of every run
-    idle = harness.idle_triggerer_cpu_per_s(airflow)  # restarts it too
+    idle = airflow_engine.idle_triggerer_cpu_per_s(airflow)  # restarts it too
     for tool, entry, measured, namespace, exits in runs:
         entry["triggerer_idle_cpu_s"] = round(idle * entry["wall_s"], 2)
-        mark, end = measured["audit_mark"], measured["audit_end"]
-        clients = harness.audit_requests(mark, end, namespace)
-        entry.update(harness.client_summary(clients))
-        files, _ = harness.audit_files(mark)
-        reports = harness.kubelet_status_reports(
-            harness.audit_lines(files), mark.time, end, namespace
-        )
-        entry.update(harness.delay_split(measured["tis"], exits, reports))
+        kube.read_audit(entry, measured, namespace, exits)
         record("kubernetes", n, tool, entry)
         entries.append(entry)
     for entry in entries:  # both waiters measured, even if one had a failed task
-        _check(entry, n)
+        kube.check(entry, n)
 
 
 @pytest.mark.parametrize("n", NS)
 def test_local_cwd(n: int, airflow: AirflowDeployment, tmp_path: Path) -> None:
     with harness.scratch_dir(tmp_path / "ends") as out:
-        measured = harness.run_dag(
+        measured = airflow_engine.run_dag(
             airflow,
             "engine_scale_local_cwd_anylaunch",
             {"n": n, "sleep_s": SLEEP_S, "out": str(out)},
@@ -196,7 +144,7 @@ def test_local_cwd(n: int, airflow: AirflowDeployment, tmp_path: Path) -> None:
         )
         entry = harness.summarize(measured, harness.noted_ends(out), "api_requests")
     record("local_cwd", n, "anylaunch", entry)
-    _check(entry, n)
+    kube.check(entry, n)
 
 
 @pytest.mark.parametrize("n", NS)
@@ -206,7 +154,7 @@ def test_slurm(
     entries = []
     for tool in ("anylaunch", "naive"):
         with harness.scratch_dir(tmp_path / f"ends-{tool}") as out:
-            measured = harness.run_dag(
+            measured = airflow_engine.run_dag(
                 airflow,
                 f"engine_scale_slurm_{tool}",
                 {"n": n, "sleep_s": SLEEP_S, "out": str(out)},
@@ -217,4 +165,4 @@ def test_slurm(
         record("slurm", n, tool, entry)
         entries.append(entry)
     for entry in entries:  # both waiters measured, even if one had a failed task
-        _check(entry, n)
+        kube.check(entry, n)

@@ -24,12 +24,16 @@ from airflow.sdk import DAG, Param, task
 
 import anylaunch.specs as specs
 from airflow_anylaunch.operators import AnylaunchOperator
+from tests.benchmarks.engine_scale.workload import (
+    K8S_IMAGE,
+    K8S_RESERVED,
+    K8S_RESOURCE,
+    SCRIPT,
+    bench_env,
+    sleeper_app,
+)
 
 POLL_S = 2.0
-#: the job of every task: sleep, then note the wall-clock time it ended (local backends)
-SCRIPT = (
-    'sleep "$SLEEP_S"; if [ -n "$BENCH_OUT" ]; then date +%s.%N > "$BENCH_OUT/$BENCH_INDEX"; fi'
-)
 PARAMS = {
     "n": Param(5, type="integer"),
     "sleep_s": Param(20, type="integer"),
@@ -42,10 +46,7 @@ PARAMS = {
 def envs(params: dict[str, Any] | None = None) -> list[dict[str, str]]:
     """One environment per mapped task."""
     assert params is not None
-    return [
-        {"BENCH_INDEX": str(i), "SLEEP_S": str(params["sleep_s"]), "BENCH_OUT": params["out"]}
-        for i in range(int(params["n"]))
-    ]
+    return [bench_env(i, params["sleep_s"], params["out"]) for i in range(int(params["n"]))]
 
 
 def _dag(dag_id: str) -> DAG:
@@ -59,26 +60,14 @@ def _dag(dag_id: str) -> DAG:
     )
 
 
-def _app(image: str, resource: specs.Resource | None = None) -> specs.AppDef:
-    role = specs.Role(name="sleeper", image=image, entrypoint="sh", args=["-c", SCRIPT])
-    if resource is not None:
-        role.resource = resource
-    return specs.AppDef(name="sleeper", roles=[role])
-
-
 for backend, image, cfg, resource in (
     (
         "k8s",
-        "busybox:latest",
+        K8S_IMAGE,
         # 10m CPU and 64 MiB requested (limits: 1 CPU, 128 MiB): the 2-core node runs as
         # many of these pods at once as of the KubernetesPodOperator's (no requests)
-        {
-            "namespace": "{{ params.namespace }}",
-            "image_pull_policy": "Never",
-            "reserved_millicpu": 990,
-            "reserved_memmb": 64,
-        },
-        specs.Resource(cpu=1, gpu=0, memMB=128),
+        {"namespace": "{{ params.namespace }}", "image_pull_policy": "Never", **K8S_RESERVED},
+        K8S_RESOURCE,
     ),
     ("local_cwd", "/tmp", {}, None),
     ("slurm", "/tmp", {}, specs.Resource(cpu=1, gpu=0, memMB=64)),
@@ -86,7 +75,7 @@ for backend, image, cfg, resource in (
     with _dag(f"engine_scale_{backend}_anylaunch"):
         AnylaunchOperator.partial(
             task_id="app",
-            app=_app(image, resource),
+            app=sleeper_app(image, resource),
             scheduler="kubernetes" if backend == "k8s" else backend,
             cfg=cfg,
             deferrable=True,
@@ -101,7 +90,7 @@ with _dag("engine_scale_k8s_kpo"):
         task_id="app",
         name="sleeper",
         namespace="{{ params.namespace }}",
-        image="busybox:latest",
+        image=K8S_IMAGE,
         image_pull_policy="Never",
         cmds=["sh", "-c", SCRIPT],
         kubernetes_conn_id=None,
