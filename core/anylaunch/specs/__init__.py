@@ -58,6 +58,7 @@ from anylaunch.specs.arrays import ArraySpec, sweep
 from anylaunch.specs.capabilities import CapabilityKey
 from anylaunch.specs.errors import AnylaunchError, InvalidSpecError
 from anylaunch.specs.handles import make_app_handle
+from anylaunch.specs.metadata_keys import ANYLAUNCH_CONTEXT_NAME, NA, app_metadata
 from anylaunch.specs.mounts import parse_mounts
 
 if TYPE_CHECKING:
@@ -75,8 +76,10 @@ __getattr__ = lazy_getattr(__name__, _LAZY)
 
 __all__ = [
     "ALL",
+    "ANYLAUNCH_CONTEXT_NAME",
     "ANYLAUNCH_HOME",
     "MISSING",
+    "NA",
     "NONE",
     "NULL_RESOURCE",
     "AnylaunchError",
@@ -108,6 +111,7 @@ __all__ = [
     "UnknownSchedulerException",
     "VolumeMount",
     "Workspace",
+    "app_metadata",
     "cases",
     "get_named_resources",
     "get_type_name",
