@@ -334,8 +334,11 @@ def check_fits_instance_type(app: AppDef, itype: str) -> None:
         return
     for role in app.roles:
         res = role.resource
-        limits = (("cpu", res.cpu, row.cpu, "vCPUs"), ("gpu", res.gpu, row.gpu, "GPUs"))
-        limits += (("memMB", res.memMB, int(row.mem_gib * 1024), "MiB of memory"),)
+        limits = (
+            ("cpu", res.cpu, row.cpu, "vCPUs"),
+            ("gpu", res.gpu, row.gpu, "GPUs"),
+            ("memMB", res.memMB, int(row.mem_gib * 1024), "MiB of memory"),
+        )
         for name, asked, has, what in limits:
             if asked > has:
                 raise InvalidSpecError(
