@@ -65,6 +65,7 @@ from anylaunch.runner.wake import (
     AsyncChangeWaiter,
     await_on_feed,
     change_feed_of,
+    first_word,
     scheduler_change_feed,
     wait_on_feed,
 )
@@ -376,9 +377,9 @@ class AppSession:
     def step(self, observation: AppStatus | PollError | None = _UNSET) -> Decision:
         """Polls (unless given the ``observation``), observes, and starts following the
         logs once the app has started (blocking)."""
-        if not self._feed_found:
-            self._feed, _ = change_feed_of(self._runner(), self.handle)
-            self._feed_found = True
+        if not self._feed_found:  # a first poll of our own waits for the feed's first word
+            find = first_word if observation is _UNSET else change_feed_of
+            self._feed, self._feed_found = find(self._runner(), self.handle)[0], True
             if self._redact:  # masked in what the runner writes about the app (its archive)
                 self._runner().note_secrets(self.handle, self._redact)
         if observation is _UNSET:
@@ -714,9 +715,8 @@ class AppSession:
         )
 
     def _reader_runners(self, handle: str) -> Callable[[], Runner]:
-        """Each log reader's runner: a sibling of the session's (schedulers need not be
-        thread-safe) on the session's change feed too, so that a reader's describes (is its
-        replica over?) come from the feed's cache (a shared watch), not the backend."""
+        """Each log reader's runner: a sibling of the session's, on its change feed too, so
+        that a reader's describes (is its replica over?) come from the feed's cache."""
         sibling, scheduler = self._runner().sibling, parse_app_handle(handle)[0]
         if self._feed is None:
             return sibling

@@ -41,12 +41,16 @@ __all__ = [
     "AsyncChangeWaiter",
     "await_on_feed",
     "change_feed_of",
+    "first_word",
     "scheduler_change_feed",
     "wait_on_feed",
 ]
 
 #: Longest gap between two ``tick`` calls of a wait (how late a forwarded log line can be).
 TICK_S = 0.05
+#: The longest a driver waits, before its first status call on an app, for the change feed of
+#: the app's scheduler to report the app (:func:`first_word`).
+FIRST_WORD_S = 1.0
 
 
 def scheduler_change_feed(runner: Runner, scheduler: str) -> ChangeFeed | None:
@@ -62,6 +66,27 @@ def change_feed_of(runner: Runner, app_handle: str) -> tuple[ChangeFeed | None, 
     """(the change feed of the app's scheduler or None, the app's id)."""
     scheduler, _, app_id = parse_app_handle(app_handle)
     return scheduler_change_feed(runner, scheduler), app_id
+
+
+def first_word(
+    runner: Runner, app_handle: str, timeout: float = FIRST_WORD_S
+) -> tuple[ChangeFeed | None, str]:
+    """:func:`change_feed_of`, having waited at most ``timeout`` seconds for the feed to report
+    the app (at once if it has already): call it before the first status call on an app just
+    launched, which a feed that caches (the shared Kubernetes watch) then answers from its
+    cache instead of the backend listing an app the watch has not delivered yet.
+
+    >>> import tempfile
+    >>> from anylaunch.runner import get_runner
+    >>> with tempfile.TemporaryDirectory() as state, get_runner(state_dir=state) as runner:
+    ...     feed, app_id = first_word(runner, "local_cwd://s/nothing-1", timeout=0.0)
+    >>> app_id
+    'nothing-1'
+    """
+    feed, app_id = change_feed_of(runner, app_handle)
+    if feed is not None:
+        feed.wait([app_id], timeout)
+    return feed, app_id
 
 
 def wait_on_feed(

@@ -27,6 +27,7 @@ from anylaunch.runner.placement import Placement
 from anylaunch.runner.reap import owner_id
 from anylaunch.runner.session import AppSession
 from anylaunch.runner.session_options import SECONDS_OPTION_NAMES
+from anylaunch.runner.wake import first_word
 from anylaunch.specs.api import NONE, AppDef, AppHandle, AppState, AppStatus, Workspace
 from anylaunch.specs.errors import AnylaunchError, InvalidSpecError
 from anylaunch.specs.handles import is_placed
@@ -403,6 +404,7 @@ class AppWatch:
     def _record_launch(self, runner: Runner, handle: AppHandle) -> None:
         ui_url: str | None = None
         with contextlib.suppress(Exception):  # the link is a convenience: the wait polls anyway
+            first_word(runner, handle)  # then a feed's cache answers, not the backend
             status = runner.status(handle)
             ui_url = status.ui_url if status is not None else None
         step_key = _step_key(self.context)

@@ -31,6 +31,7 @@ from anylaunch.runner.placement_input import (
 )
 from anylaunch.runner.session import AppSession, cancel_app, logger_sink
 from anylaunch.runner.session_options import SECONDS_OPTION_NAMES
+from anylaunch.runner.wake import first_word
 from anylaunch.runner.watch import Lost, RunTimedOut, StartupTimedOut
 from anylaunch.specs.api import (
     AppDef,
@@ -522,6 +523,7 @@ class AnylaunchJob(JobBlock[dict[str, Any]]):
                 _prefect.remember_launch(handle)
                 if self.create_artifacts:
                     try:
+                        first_word(runner, handle)  # then a feed's cache answers, if it has one
                         status = runner.status(handle)
                     except Exception:  # the link is a convenience: the wait polls anyway
                         status = None
