@@ -23,10 +23,11 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from anylaunch.schedulers.common.arrays import read_array_meta
+from anylaunch.schedulers.common.job_metadata import JOB_METADATA_KEYS
 from anylaunch.specs.api import NONE, AppState
 from anylaunch.specs.array_status import parse_index_ranges
 from anylaunch.specs.errors import AnylaunchError, InvalidSpecError
@@ -198,6 +199,8 @@ class SlurmJob:
     array_task: str = ""
     """For a task of a job array: its task id (``"7"``), or the task ids a pending record
     still holds (``"8-19%4"``); empty for other jobs (``leader_id`` is the array's job id)."""
+    metadata: Mapping[str, str] = field(default_factory=dict, hash=False)
+    """The job metadata anylaunch stamped into the job's comment (decoded)."""
 
     @property
     def app_state(self) -> AppState:
@@ -236,6 +239,23 @@ def _exit_status(value: Any) -> tuple[int | None, int | None]:
     if status is None:
         return None, None
     return (status >> 8) & 0xFF, (status & 0x7F) or None
+
+
+def comment_metadata(words: Iterable[str]) -> dict[str, str]:
+    """The job metadata among the ``key=value`` words of a job's comment (see
+    :func:`~anylaunch.schedulers.slurm.request.metadata_comment`), decoded.
+
+    >>> comment_metadata("my run anylaunch/context=%3C%3CNA%3E%3E anylaunch/scheduler=slurm".split())
+    {'anylaunch/context': '<<NA>>', 'anylaunch/scheduler': 'slurm'}
+    """
+    import urllib.parse
+
+    found: dict[str, str] = {}
+    for word in words:
+        key, sep, value = word.partition("=")
+        if sep and key in JOB_METADATA_KEYS:
+            found[key] = urllib.parse.unquote(value.strip())
+    return found
 
 
 def parse_squeue_json(text: str) -> list[SlurmJob]:
@@ -303,6 +323,7 @@ def parse_squeue_json(text: str) -> list[SlurmJob]:
                 user_id=_num(job.get("user_id")),
                 source="squeue",
                 array_task=array_task,
+                metadata=comment_metadata(str(job.get("comment") or "").split()),
             )
         )
     return jobs
@@ -373,6 +394,8 @@ def parse_scontrol(text: str) -> list[SlurmJob]:
                 user_id=int(uid.group(1)) if uid else None,
                 source="scontrol",
                 array_task=array_task,
+                # the comment's key=value words read as fields of their own
+                metadata=comment_metadata(f"{k}={v}" for k, v in fields.items()),
             )
         )
     return jobs

@@ -585,6 +585,7 @@ def _describe(app_id: str, jobs: Sequence[SlurmJob]) -> DescribeAppResponse:
             "source": jobs[0].source,
             "workdir": jobs[0].workdir,
             "log_dir": os.path.join(jobs[0].workdir, f"slurm-{app_id}") if jobs[0].workdir else "",
+            **jobs[0].metadata,
         },
         roles_statuses=statuses,
         roles=roles,
