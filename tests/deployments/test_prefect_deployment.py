@@ -105,6 +105,16 @@ def _launched_handles(prefect: PrefectDeployment, run_id: str) -> list[str]:
     return sorted(v for k, v in labels.items() if k.startswith("anylaunch.app."))
 
 
+def _processes_of_flow_run(run_id: str) -> list[int]:
+    """Every live process started for flow run ``run_id`` (it carries the id in its env)."""
+    from pathlib import Path
+
+    from tests.deployments.processes import environ
+
+    pids = (int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit())
+    return [pid for pid in pids if environ(pid).get("PREFECT__FLOW_RUN_ID") == run_id]
+
+
 def _reap(prefect: PrefectDeployment, namespace: str, *extra: str) -> dict:
     """``anylaunch reap`` as an operator schedules it: the namespace to watch comes from its
     config file."""
@@ -165,6 +175,7 @@ def test_losing_the_worker_of_a_kubernetes_flow_crashes_the_run_and_the_reaper_c
         ]
         assert [a["action"] for a in kept] == ["keep"], kept
         assert prefect.daemons[worker].process.wait(30) != 0
+        assert not _processes_of_flow_run(run_id)  # the flow-run process died with it
         with get_runner() as runner:
             assert runner.status(handle).state == AppState.RUNNING  # type: ignore[union-attr]
 
