@@ -218,6 +218,7 @@ def plan(apps: Iterable[LiveApp], owners: Mapping[str, OwnerState]) -> list[Reap
 def _live_apps(runner: Runner, listing: Sequence[ListAppResponse]) -> list[LiveApp]:
     """The live apps of a scheduler's ``listing``, each with its owner."""
     from anylaunch.runner.api import ENV_ANYLAUNCH_PARENT_RUN_ID
+    from anylaunch.schedulers.common.job_metadata import OWNER_KEY
     from anylaunch.specs.api import is_terminal
 
     found = []
@@ -231,6 +232,9 @@ def _live_apps(runner: Runner, listing: Sequence[ListAppResponse]) -> list[LiveA
             continue
         owners = {role.env.get(ENV_ANYLAUNCH_PARENT_RUN_ID) for role in (app.roles if app else [])}
         owners.discard(None)
+        if not owners and app is not None and app.metadata.get(OWNER_KEY):
+            # a backend that cannot describe role env (Slurm) stamps the owner into the job
+            owners = {app.metadata[OWNER_KEY]}
         owner = next(iter(owners)) if len(owners) == 1 else None
         found.append(LiveApp(listed.app_handle, owner, listed.state.name))
     return found

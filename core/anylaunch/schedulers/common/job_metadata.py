@@ -15,6 +15,7 @@ import os
 import re
 from collections.abc import Mapping
 
+from anylaunch.settings import ENV_ANYLAUNCH_PARENT_RUN_ID
 from anylaunch.specs.api import AppDef, Role  # noqa: F401 -- Role: doctest
 from anylaunch.specs.metadata_keys import ANYLAUNCH_CONTEXT_NAME, NA, app_metadata
 from anylaunch.specs.secrets import MASK, MIN_SECRET_LEN, secret_values
@@ -22,9 +23,11 @@ from anylaunch.specs.secrets import MASK, MIN_SECRET_LEN, secret_values
 __all__ = [
     "JOB_METADATA_KEYS",
     "MAX_VALUE_LEN",
+    "OWNER_KEY",
     "PLAIN_NA",
     "context_name",
     "job_metadata",
+    "owner_metadata",
     "plain_values",
 ]
 
@@ -37,6 +40,11 @@ PLAIN_NA = "NA"
 
 #: The keys :func:`job_metadata` stamps (what describe reads back from a job).
 JOB_METADATA_KEYS = (app_metadata.CONTEXT, app_metadata.VERSION, app_metadata.SCHEDULER)
+
+#: The app's owner (the parent run id the runner put into every role's env as
+#: ``ANYLAUNCH_PARENT_RUN_ID``), stamped by the backends whose describe cannot return role env,
+#: so that ``anylaunch reap`` can still ask the owner's engine about the app.
+OWNER_KEY = "anylaunch/parent_run_id"
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]+")
 
@@ -87,3 +95,21 @@ def plain_values(metadata: Mapping[str, str]) -> dict[str, str]:
     {'k': 'NA', 'j': 'v'}
     """
     return {k: PLAIN_NA if v == NA else v for k, v in metadata.items()}
+
+
+def owner_metadata(app: AppDef) -> dict[str, str]:
+    """``{OWNER_KEY: owner}`` when every role of ``app`` names the same parent run id in its
+    env, else ``{}`` (no owner, or roles that disagree: the reaper then keeps the app).
+
+    >>> owner_metadata(AppDef("t", [Role("r", "img", env={"ANYLAUNCH_PARENT_RUN_ID": "prefect:1"})]))
+    {'anylaunch/parent_run_id': 'prefect:1'}
+    >>> owner_metadata(AppDef("t", [Role("r", "img")]))
+    {}
+    """
+    owners = {role.env.get(ENV_ANYLAUNCH_PARENT_RUN_ID) for role in app.roles}
+    if len(owners) != 1:
+        return {}
+    owner = owners.pop()
+    if not owner or _CONTROL.search(owner):
+        return {}
+    return {OWNER_KEY: owner[:MAX_VALUE_LEN]}

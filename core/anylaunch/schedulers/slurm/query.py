@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from anylaunch.schedulers.common.arrays import read_array_meta
-from anylaunch.schedulers.common.job_metadata import JOB_METADATA_KEYS
+from anylaunch.schedulers.common.job_metadata import JOB_METADATA_KEYS, OWNER_KEY
 from anylaunch.specs.api import NONE, AppState
 from anylaunch.specs.array_status import parse_index_ranges
 from anylaunch.specs.errors import AnylaunchError, InvalidSpecError
@@ -253,7 +253,7 @@ def comment_metadata(words: Iterable[str]) -> dict[str, str]:
     found: dict[str, str] = {}
     for word in words:
         key, sep, value = word.partition("=")
-        if sep and key in JOB_METADATA_KEYS:
+        if sep and (key in JOB_METADATA_KEYS or key == OWNER_KEY):
             found[key] = urllib.parse.unquote(value.strip())
     return found
 

@@ -43,7 +43,7 @@ from anylaunch.schedulers.api import (
     Stream,
 )
 from anylaunch.schedulers.common.capacity import CanRun, Capacity
-from anylaunch.schedulers.common.job_metadata import job_metadata
+from anylaunch.schedulers.common.job_metadata import job_metadata, owner_metadata
 from anylaunch.schedulers.common.roles import CONTROL_CHAR
 from anylaunch.schedulers.common.states import aggregate_replica_states
 from anylaunch.schedulers.slurm.arrays import (
@@ -212,7 +212,10 @@ class SlurmScheduler(DirWorkspaceMixin, Scheduler[Mapping[str, CfgVal]]):
             value = getattr(opts, flag)
             if value:
                 job_opts[flag.replace("_", "-")] = value
-        job_opts["comment"] = metadata_comment(opts.comment, job_metadata(app, BACKEND))
+        # the owner too: Slurm cannot describe role env, where the reaper looks for it first
+        job_opts["comment"] = metadata_comment(
+            opts.comment, {**job_metadata(app, BACKEND), **owner_metadata(app)}
+        )
 
         groups: list[SlurmRoleGroup] = []
         offset = 0
