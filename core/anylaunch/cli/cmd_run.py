@@ -200,11 +200,16 @@ class CmdRun(SubCommand):
         return run_args
 
     def run(self, args: argparse.Namespace) -> int:
+        import os
+
         from anylaunch.runner import get_runner
         from anylaunch.runner.placement import Placement, Target
         from anylaunch.schedulers import get_default_scheduler_name
+        from anylaunch.specs.metadata_keys import ANYLAUNCH_CONTEXT_NAME
         from anylaunch.specs.secrets import app_redactor
 
+        # the calling context every scheduler stamps into the job (app_metadata.CONTEXT)
+        os.environ[ANYLAUNCH_CONTEXT_NAME] = os.environ.get(ANYLAUNCH_CONTEXT_NAME) or "cli_run"
         defaults = cli_defaults("run", CLI_RUN_KEYS)
         run_args = self._from_stdin(args) if args.stdin else None
         component: str | None
