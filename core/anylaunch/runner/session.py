@@ -7,25 +7,22 @@ everything a watcher does besides deciding, so that each engine is a thin adapte
   observation, warned about once per streak of failures (and said when it recovers);
 - **state changes**: one INFO record per change of the app's state;
 - **waiting**: on the scheduler's change feed (woken when the app changes, else at the
-  policy's resync), forwarding log lines every :data:`~anylaunch.runner.wake.TICK_S` meanwhile;
+  policy's resync), forwarding log lines every :data:`~anylaunch.runner.wake.TICK_S` while
+  they flow (:data:`~anylaunch.runner.wake.IDLE_TICK_S` while the app is quiet);
 - **logs**: one record per app line, prefixed ``role/replica`` and masked, read either by
   reader threads (``logs="pump"``) or by position on each step (``logs="cursor"``, for a
   driver that keeps no threads and persists its position, such as the Airflow trigger), and
   drained at the end;
 - **the cancel rule**: :func:`~anylaunch.runner.driver.cancel_and_wait`, then a wait of at most
   ``cancel_wait_s`` (:data:`CANCEL_WAIT_S` unless the engine has its own setting) for the end;
-- **the outcome**: an :class:`Outcome` with the failure summary, the last lines and the
-  failure category, which the engine maps to its own result or exception;
-- **secrets**: one redactor over everything the session says (:attr:`AppSession.redactor`),
-  learnt from the app's own env where asked, with its values handed to the engine's masker.
+- **the outcome**: an :class:`Outcome` (failure summary, last lines, failure category);
+- **secrets**: one redactor over all it says, learnt from the app's env where asked.
 
-Everything the session says goes to one ``sink(level, text)``, from the thread that drives it
-(engines keep their run context in thread- or context-locals): :meth:`AppSession.emit` is
-called between steps, never from a reader thread.
+Everything it says goes to one ``sink(level, text)`` from the thread that drives it (engines
+keep their run context in thread-locals): :meth:`AppSession.emit`, never from a reader thread.
 
-``run()`` blocks; ``arun()`` is its asyncio twin (blocking calls in worker threads); a driver
-with its own event loop and batched status calls uses the steps (:meth:`~AppSession.observe`,
-:meth:`~AppSession.poll_failed`, :meth:`~AppSession.read_logs`, :meth:`~AppSession.finish`).
+``run()`` blocks; ``arun()`` is its asyncio twin; a driver with its own event loop and batched
+status calls uses the steps (``observe``, ``poll_failed``, ``read_logs``, ``finish``).
 
 >>> import tempfile
 >>> from anylaunch.runner import get_runner
@@ -62,10 +59,10 @@ from anylaunch.runner.session_options import (
 )
 from anylaunch.runner.session_placement import AttemptFollower
 from anylaunch.runner.wake import (
+    IDLE_TICK_S,
     AsyncChangeWaiter,
     await_on_feed,
     change_feed_of,
-    first_word,
     scheduler_change_feed,
     wait_on_feed,
 )
@@ -175,7 +172,7 @@ class AppSession:
         reader_runner: makes each log reader thread's runner (default: siblings of ``runner``)
         tail_size: how many of the last lines the outcome keeps
         on_status: sees every status observed (None: the app is unknown), e.g. a live view
-        on_tick: called whenever the session emits (at least every ``TICK_S`` while it waits)
+        on_tick: called whenever the session emits (at least every ``IDLE_TICK_S`` in a wait)
         cancel_wait_s: the most seconds to wait for a cancelled app to end
         clock: the policy's clock (epoch seconds)
     """
@@ -377,9 +374,9 @@ class AppSession:
     def step(self, observation: AppStatus | PollError | None = _UNSET) -> Decision:
         """Polls (unless given the ``observation``), observes, and starts following the
         logs once the app has started (blocking)."""
-        if not self._feed_found:  # a first poll of our own waits for the feed's first word
-            find = first_word if observation is _UNSET else change_feed_of
-            self._feed, self._feed_found = find(self._runner(), self.handle)[0], True
+        if not self._feed_found:
+            self._feed, _ = change_feed_of(self._runner(), self.handle)
+            self._feed_found = True
             if self._redact:  # masked in what the runner writes about the app (its archive)
                 self._runner().note_secrets(self.handle, self._redact)
         if observation is _UNSET:
@@ -454,10 +451,10 @@ class AppSession:
         """Queues a record for the sink (masked when emitted); any thread may call it."""
         self._notes.put((level, text))
 
-    def emit(self) -> None:
+    def emit(self) -> bool:
         """Hands what was said and the app's new lines to the sink: call it from the thread
-        that may log."""
-        pump = self._pump
+        that may log. True if there was any."""
+        pump, said = self._pump, False
         errors = pump.errors if pump is not None else []
         for role, k, error in errors[self._pump_errors_told :]:
             self.say(
@@ -470,20 +467,22 @@ class AppSession:
                 level, text = self._notes.get_nowait()
             except queue.Empty:
                 break
+            said = True
             if self._sink is not None:
                 self._sink(level, self._redact(text))
         for line in self._lines.take():
+            said = True
             if self._sink is not None:
                 self._sink(logging.INFO, line)
         if self._on_tick is not None:
             self._on_tick()
+        return said
 
     def pause(self, decision: Poll) -> None:
         """Waits as ``decision`` says, woken early by the scheduler's change feed, emitting
         what arrives meanwhile."""
-        wait_on_feed(
-            self._feed, self._app_id, decision.wait(feed=self._feed is not None), tick=self.emit
-        )
+        wait = decision.wait(feed=self._feed is not None)
+        wait_on_feed(self._feed, self._app_id, wait, tick=self.emit, idle_tick_s=IDLE_TICK_S)
 
     async def apause(self, decision: Poll, waiter: AsyncChangeWaiter | None = None) -> None:
         """Async :meth:`pause`; with a ``waiter`` (one thread watching the feed for many

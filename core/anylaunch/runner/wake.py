@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from anylaunch.runner.api import Runner
 
 __all__ = [
+    "IDLE_TICK_S",
     "TICK_S",
     "AsyncChangeWaiter",
     "await_on_feed",
@@ -48,6 +49,8 @@ __all__ = [
 
 #: Longest gap between two ``tick`` calls of a wait (how late a forwarded log line can be).
 TICK_S = 0.05
+#: The same while the app says nothing (``wait_on_feed``'s ``idle_tick_s``, the session's).
+IDLE_TICK_S = 1.0
 #: The longest a driver waits, before its first status call on an app, for the change feed of
 #: the app's scheduler to report the app (:func:`first_word`).
 FIRST_WORD_S = 1.0
@@ -100,8 +103,9 @@ def wait_on_feed(
     after: float,
     *,
     sleep: Callable[[float], None] = time.sleep,
-    tick: Callable[[], None] | None = None,
+    tick: Callable[[], object] | None = None,
     tick_s: float = TICK_S,
+    idle_tick_s: float | None = None,
 ) -> bool:
     """Waits up to ``after`` seconds for ``app_id`` to change per ``feed``; True if woken by
     a change, False when the time ran out (``feed`` None: this is ``sleep(after)``).
@@ -109,6 +113,10 @@ def wait_on_feed(
     Args:
         tick: called at least every ``tick_s`` seconds while waiting and once at the end
             (e.g. to forward the app's log lines from the waiting thread)
+        idle_tick_s: after a tick that returned falsy (it forwarded nothing), the next one
+            comes up to this late; a truthy one brings back ``tick_s``: a quiet app's waiting
+            thread then wakes once a second, not twenty times (hundreds of waits in one
+            process would otherwise spend a core on waking up)
 
     >>> feed = ManualChangeFeed()
     >>> feed.notify("app-1")
@@ -125,11 +133,11 @@ def wait_on_feed(
         return feed.wait([app_id], after)
     deadline = time.monotonic() + max(0.0, after)
     while True:
-        tick()
+        busy = tick()
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             return False
-        step = min(remaining, tick_s)
+        step = min(remaining, tick_s if busy or idle_tick_s is None else idle_tick_s)
         if feed is None:
             sleep(step)
         elif feed.wait([app_id], step):

@@ -1,9 +1,9 @@
 """Many apps waited on at once in one Dagster process share one Kubernetes watch: an op runs
 three apps concurrently through AnylaunchResource (a thread each, logs streamed), and the API
 server's audit log of the test's namespace shows one WATCH per kind for all of them and at most
-one status list per app: the launch's status call and the session's first poll wait for the
-watch's first word on the app, and the log readers describe from the watch's cache too (before
-that, a streamed app cost about six lists of each kind)."""
+one status list per app: the launch's status call waits for the watch's first word on the app,
+and the log readers describe from the watch's cache too (before that, a streamed app cost about
+six lists of each kind)."""
 
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
