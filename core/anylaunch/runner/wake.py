@@ -150,7 +150,7 @@ async def await_on_feed(
     app_id: str,
     after: float,
     *,
-    tick: Callable[[], None] | None = None,
+    tick: Callable[[], object] | None = None,
     tick_s: float = TICK_S,
 ) -> bool:
     """:func:`wait_on_feed` for an event loop: sleeps ``tick_s`` at a time and asks the
