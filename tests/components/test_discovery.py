@@ -33,6 +33,7 @@ BUILTINS = {
     "utils.booth": utils.booth,
     "utils.copy": utils.copy,
     "utils.echo": utils.echo,
+    "utils.hydra": utils.hydra,
     "utils.python": utils.python,
     "utils.sh": utils.sh,
     "utils.touch": utils.touch,

@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import os
 import shlex
+from typing import Any
 
 import anylaunch.specs as specs
 from anylaunch.components import DEFAULT_IMAGE, PYTHON
-from anylaunch.specs.errors import InvalidSpecError
+from anylaunch.sdk import MissingDependencyError
+from anylaunch.specs.errors import InvalidSpecError, did_you_mean
 from anylaunch.specs.resources import resource
 
-__all__ = ["binary", "booth", "copy", "echo", "python", "sh", "touch"]
+__all__ = ["binary", "booth", "copy", "echo", "hydra", "python", "sh", "touch"]
 
 # the footprint of the small utilities that take no resource arguments
 _SMALL_CPU, _SMALL_GPU, _SMALL_MEM_MB = 1, 0, 1024
@@ -367,3 +369,149 @@ def booth(
             )
         ],
     )
+
+
+#: The macros a Hydra config can reference as ``${anylaunch.NAME:}`` (TorchX: ``torchx.NAME``).
+HYDRA_MACROS = ("app_id", "replica_id", "rank0_env", "img_root")
+_HYDRA_FIX = "pip install hydra-core where the component runs (the launching host)"
+
+
+def hydra(*overrides: str, config_name: str, config_dir: str = ".anylaunch") -> specs.AppDef:
+    """Builds the AppDef a `Hydra <https://hydra.cc>`_ config declares.
+
+    The config (``{config_dir}/{config_name}.yaml``) has an ``app`` key whose ``_target_`` is
+    ``anylaunch.specs.AppDef``; other top-level keys (e.g. ``role``) serve config groups and
+    interpolation. ``overrides`` are Hydra overrides (``app.roles.0.num_replicas=2``) and
+    ``${anylaunch.app_id:}``, ``${anylaunch.replica_id:}``, ``${anylaunch.rank0_env:}`` and
+    ``${anylaunch.img_root:}`` are the macros, substituted by the scheduler. Needs
+    ``hydra-core`` (not installed with anylaunch)::
+
+        app:
+          _target_: anylaunch.specs.AppDef
+          name: my_job
+          roles:
+            - _target_: anylaunch.specs.Role
+              name: trainer
+              image: "."
+              entrypoint: echo
+              args: [hello, "${anylaunch.app_id:}"]
+
+    ``anylaunch run utils.hydra --config_name my_job -- app.roles.0.num_replicas=3``
+
+    >>> hydra(config_name="")
+    Traceback (most recent call last):
+    ...
+    anylaunch.specs.errors.InvalidSpecError: config_name='' is invalid: must be a non-empty str. Fix: ...
+    >>> hydra(config_name="my_job", config_dir="/no/such/dir")
+    Traceback (most recent call last):
+    ...
+    anylaunch.specs.errors.InvalidSpecError: config_dir='/no/such/dir' is invalid: is not a directory. Fix: ...
+
+    Args:
+        overrides: Hydra config overrides (e.g. app.roles.0.num_replicas=2)
+        config_name: config file name in config_dir (without .yaml)
+        config_dir: directory containing the configs (relative to the current directory)
+
+    Returns:
+        the application definition instantiated from the config
+
+    Raises:
+        InvalidSpecError: a missing config, a bad override, or an ``app`` that is not an AppDef.
+        MissingDependencyError: ``hydra-core`` is not installed.
+    """
+    _check_str("config_name", config_name, "--config_name my_job")
+    _check_str("config_dir", config_dir, "--config_dir .anylaunch")
+    for i, override in enumerate(overrides):
+        _check_str(f"overrides[{i}]", override, "app.roles.0.num_replicas=2")
+    directory = os.path.abspath(os.path.expanduser(config_dir))
+    if not os.path.isdir(directory):
+        raise InvalidSpecError(
+            "config_dir", config_dir, "is not a directory", "pass the directory of your configs"
+        )
+    names = sorted(f[: -len(".yaml")] for f in os.listdir(directory) if f.endswith(".yaml"))
+    if config_name.removesuffix(".yaml") not in names:
+        raise InvalidSpecError(
+            "config_name",
+            config_name,
+            f"{directory} has no {config_name.removesuffix('.yaml')}.yaml."
+            + did_you_mean(config_name, names),
+            f"pass one of {names} (without .yaml)" if names else "write the config first",
+        )
+    app = _instantiate_app(_compose(directory, config_name, list(overrides)))
+    if not isinstance(app, specs.AppDef):
+        raise InvalidSpecError(
+            f"{config_name}.app",
+            type(app).__name__,
+            "does not build an AppDef",
+            "set app._target_: anylaunch.specs.AppDef (and _target_: anylaunch.specs.Role "
+            "for each role)",
+        )
+    return app
+
+
+def _hydra_module(name: str) -> Any:
+    """``hydra``'s (or ``omegaconf``'s) module ``name``, imported on first use (untyped: the
+    package is optional)."""
+    import importlib
+
+    try:
+        return importlib.import_module(name)
+    except ImportError:
+        raise MissingDependencyError(
+            "utils.hydra needs the Python package 'hydra-core', which is not installed. "
+            f"Fix: {_HYDRA_FIX}"
+        ) from None
+
+
+def _compose(directory: str, config_name: str, overrides: list[str]) -> Any:
+    """The composed config (an OmegaConf ``DictConfig``) with anylaunch's macro resolvers."""
+    hydra_ = _hydra_module("hydra")
+    errors = _hydra_module("hydra.errors")
+    omegaconf = _hydra_module("omegaconf")
+    for name in HYDRA_MACROS:
+        # a literal ${name} (escaped, so OmegaConf does not resolve it again): the scheduler
+        # substitutes it, per replica
+        value = getattr(specs.macros, name)
+        omegaconf.OmegaConf.register_new_resolver(
+            f"anylaunch.{name}", lambda value=value: f"\\{value}", replace=True
+        )
+    if _hydra_module("hydra.core.global_hydra").GlobalHydra.instance().is_initialized():
+        raise InvalidSpecError(
+            "utils.hydra",
+            config_name,
+            "Hydra is already initialized in this process (called from inside a Hydra app?)",
+            "build the AppDef outside the Hydra app, or compose it with the app's own config",
+        )
+    try:
+        with hydra_.initialize_config_dir(config_dir=directory, version_base="1.3"):
+            return hydra_.compose(
+                config_name=config_name.removesuffix(".yaml"), overrides=overrides
+            )
+    except errors.HydraException as e:
+        raise InvalidSpecError(
+            "overrides" if overrides else "config_name",
+            overrides or config_name,
+            f"Hydra cannot compose {config_name}: {' '.join(str(e).split())}",
+            "write each override as key=value (+key=value adds a key, ~key removes one)",
+        ) from None
+
+
+def _instantiate_app(cfg: Any) -> object:
+    errors = _hydra_module("hydra.errors")
+    if "app" not in cfg:
+        raise InvalidSpecError(
+            "app",
+            sorted(str(k) for k in cfg),
+            "the config has no app key",
+            "put the job under app: with _target_: anylaunch.specs.AppDef",
+        )
+    try:
+        app: object = _hydra_module("hydra.utils").instantiate(cfg.app, _convert_="all")
+    except errors.InstantiationException as e:
+        raise InvalidSpecError(
+            "app._target_",
+            cfg.app.get("_target_") if hasattr(cfg.app, "get") else None,
+            f"cannot be instantiated: {' '.join(str(e).split())}",
+            "check each _target_ and its fields",
+        ) from None
+    return app
