@@ -13,12 +13,16 @@ from typing import Any
 
 import pytest
 
+import anylaunch
+from anylaunch.runner import get_runner
 from anylaunch.schedulers import get_scheduler_factory
 from anylaunch.schedulers.api import Stream
 from anylaunch.schedulers.aws.sagemaker import LOG_GROUP, _job_state
 from anylaunch.schedulers.aws_sagemaker_scheduler import AWSSageMakerScheduler, SageMakerJobRequest
+from anylaunch.schedulers.common.job_metadata import OWNER_KEY
 from anylaunch.specs import AppDef, AppState, Resource, Role, macros, named_resources
 from anylaunch.specs.errors import InvalidRunConfigException, InvalidSpecError, UnknownAppException
+from anylaunch.specs.metadata_keys import ANYLAUNCH_CONTEXT_NAME, app_metadata
 from tests.schedulers.aws.moto_env import boto3_client
 
 SESSION = "smtest"
@@ -240,6 +244,57 @@ def test_create_describe_and_list(moto_aws: str) -> None:
     assert sagemaker().describe("no-such-job") is None
     with pytest.raises(UnknownAppException):
         sagemaker().log_iter("no-such-job", "trainer")
+
+
+def test_describe_returns_the_job_metadata_from_the_tags_read_once(
+    moto_aws: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from botocore.awsrequest import AWSResponse
+
+    monkeypatch.setenv(ANYLAUNCH_CONTEXT_NAME, "ctx-1")
+    owner = "airflow:dag/run/task"
+    with get_runner("smtest") as runner:
+        handle = runner.run(
+            AppDef("sm meta", [trainer()]), "aws_sagemaker", dict(CFG), parent_run_id=owner
+        )
+    app_id = handle.rsplit("/", 1)[1]
+    scheduler = sagemaker()
+    calls: list[str] = []
+    scheduler.client.meta.events.register(
+        "before-call", lambda model, **_: calls.append(model.name)
+    )
+    want = {
+        app_metadata.CONTEXT: "ctx-1",
+        app_metadata.VERSION: anylaunch.__version__,
+        app_metadata.SCHEDULER: "aws_sagemaker",
+    }
+    for _ in range(3):
+        desc = scheduler.describe(app_id)
+        assert desc is not None
+        assert {k: desc.metadata.get(k) for k in want} == want
+        # and the owner the reaper asks about (moto's describe returns no role env)
+        assert desc.metadata[OWNER_KEY] == owner
+    # polling a job costs one DescribeTrainingJob: its tags are read once per scheduler
+    assert calls == [
+        "DescribeTrainingJob",
+        "ListTags",
+        "DescribeTrainingJob",
+        "DescribeTrainingJob",
+    ]
+
+    # without the sagemaker:ListTags permission describe still works, without the metadata
+    def denied(model: Any, params: Any, **_: Any) -> tuple[AWSResponse, dict[str, Any]]:
+        error = {"Code": "AccessDeniedException", "Message": "not authorized: sagemaker:ListTags"}
+        return AWSResponse(params["url"], 400, {}, _Body(b"")), {
+            "Error": error,
+            "ResponseMetadata": {"HTTPStatusCode": 400},
+        }
+
+    other = sagemaker()
+    other.client.meta.events.register("before-call.sagemaker.ListTags", denied)
+    desc = other.describe(app_id)
+    assert desc is not None and desc.state == AppState.SUCCEEDED
+    assert app_metadata.SCHEDULER not in desc.metadata
 
 
 class _Body:

@@ -23,11 +23,6 @@ from tests.schedulers.contract.kits import Kit
 CONTEXT = "pytest-job-metadata_1.0"
 
 
-#: The schedulers whose describe returns the job metadata (LSF keeps it in the job
-#: description, SageMaker in tags that describe_training_job does not return).
-DESCRIBED = ("local_cwd", "local_docker", "kubernetes", "kubernetes_mcad", "aws_batch", "slurm")
-
-
 def expected(scheduler: str) -> dict[str, str]:
     return {
         app_metadata.CONTEXT: CONTEXT,
@@ -142,7 +137,8 @@ def test_the_dryrun_and_the_submitted_job_carry_the_job_metadata(
     app_id = kit.scheduler.schedule(info)
     shown = backend_metadata(kit, app_id, request)
     assert {k: shown.get(k) for k in want} == want
-    if kit.name in DESCRIBED:  # and describe reads it back from the backend
-        desc = kit.scheduler.describe(app_id)
-        assert desc is not None
-        assert {k: desc.metadata.get(k) for k in want} == want
+    # and describe reads it back from the backend (LSF from the job description, SageMaker
+    # from the tags, which describe_training_job does not return)
+    desc = kit.scheduler.describe(app_id)
+    assert desc is not None
+    assert {k: desc.metadata.get(k) for k in want} == want

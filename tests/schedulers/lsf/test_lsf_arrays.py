@@ -7,9 +7,12 @@ from pathlib import Path
 
 import pytest
 
+import anylaunch
 from anylaunch.runner import get_runner
+from anylaunch.schedulers.common.job_metadata import OWNER_KEY
 from anylaunch.schedulers.lsf_scheduler import create_scheduler
 from anylaunch.specs import AppDef, AppState, Role, sweep
+from anylaunch.specs.metadata_keys import app_metadata
 from tests.schedulers.arrays_kit import (
     FAILING_INDEX,
     PARALLELISM,
@@ -107,3 +110,21 @@ def test_sweep_params_reach_each_index(
     assert desc.state == AppState.SUCCEEDED, desc
     for i, value in enumerate(values):
         assert list(sched.log_iter(app_id, "sw", i)) == [f"x={value} env={value}\n"]
+
+
+def test_an_arrays_describe_returns_the_job_metadata_and_owner(
+    lsf_cluster: LsfCluster, tmp_path: Path
+) -> None:
+    owner = "dagster:run-1"
+    role = Role("a", image=str(tmp_path), entrypoint="true", env={"ANYLAUNCH_PARENT_RUN_ID": owner})
+    sched = create_scheduler("s")
+    app_id = sched.submit(
+        sweep(AppDef("arr", [role]), [{}] * 2), {"jobdir": str(lsf_cluster.jobdir)}
+    )
+    desc = wait_until(
+        lambda: (d := sched.describe(app_id)) and d.state.is_terminal() and d, "the array", 60
+    )
+    assert desc.state == AppState.SUCCEEDED, desc
+    assert desc.metadata[OWNER_KEY] == owner
+    assert desc.metadata[app_metadata.SCHEDULER] == "lsf"
+    assert desc.metadata[app_metadata.VERSION] == anylaunch.__version__

@@ -13,19 +13,24 @@ import socket
 import subprocess
 import sys
 import threading
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+import anylaunch
 from anylaunch.runner import get_runner
+from anylaunch.runner.reap import OwnerState, reap
 from anylaunch.schedulers.api import DescribeAppResponse, Stream
+from anylaunch.schedulers.common.job_metadata import JOB_METADATA_KEYS, OWNER_KEY
 from anylaunch.schedulers.common.roles import RANK0_ENV
 from anylaunch.schedulers.lsf.names import LsfSchedulerError, LsfSubmitError
 from anylaunch.schedulers.lsf_scheduler import LsfRequest, LsfScheduler, create_scheduler
 from anylaunch.specs import AppDef, AppState, Resource, Role, macros
 from anylaunch.specs.errors import InvalidSpecError, UnknownAppException
+from anylaunch.specs.metadata_keys import ANYLAUNCH_CONTEXT_NAME, app_metadata
 from tests.backends import require_backend
 from tests.schedulers.lsf.conftest import HOSTILE, LsfCluster, wait_until
 
@@ -447,6 +452,51 @@ def test_describe_many_and_list_use_one_bjobs_call(lsf_cluster: LsfCluster) -> N
     listed = {app.app_id: app for app in sched.list()}
     assert listed[a].app_handle == f"lsf://s1/{a}" and listed[a].name == "a"
     assert listed[b].app_handle == f"lsf://s2/{b}" and listed[b].state == AppState.FAILED
+
+
+# --- job metadata and owner ---------------------------------------------------------------------
+
+
+class _EndedOwners:
+    """An engine that says every owner it is asked about has ended."""
+
+    engine = "prefect"
+
+    def __init__(self) -> None:
+        self.asked: list[str] = []
+
+    def check(self, owners: Sequence[str]) -> Mapping[str, OwnerState]:
+        self.asked += owners
+        return {owner: OwnerState.ENDED for owner in owners}
+
+
+def test_describe_returns_the_job_metadata_and_the_owner_reap_acts_on(
+    lsf_cluster: LsfCluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(ANYLAUNCH_CONTEXT_NAME, "ctx with spaces/ü")
+    owner = "prefect:flow-run/1 ü"
+    app = AppDef("owned", roles=[role("w", "-c", SLEEPER, str(tmp_path / "pid"), replicas=2)])
+    with get_runner("meta") as runner:
+        handle = runner.run(app, "lsf", cfg(lsf_cluster), parent_run_id=owner)
+        app_id = handle.rsplit("/", 1)[1]
+        pid = pid_in(tmp_path / "pid")
+        # another process reads it back from the jobs' descriptions (bjobs shows no job env)
+        desc = create_scheduler("elsewhere").describe(app_id)
+        assert desc is not None and not desc.roles
+        assert {k: desc.metadata.get(k) for k in (*JOB_METADATA_KEYS, OWNER_KEY)} == {
+            app_metadata.CONTEXT: "ctx with spaces/ü",
+            app_metadata.VERSION: anylaunch.__version__,
+            app_metadata.SCHEDULER: "lsf",
+            OWNER_KEY: owner,
+        }
+        assert create_scheduler("x").describe_many([app_id, "nope-12345678"])[app_id] == desc
+        # so the reaper knows whom to ask, and cancels the app of an ended owner
+        checker = _EndedOwners()
+        report = reap(runner, ["lsf"], [checker])
+        assert checker.asked == [owner]
+        assert report.cancelled == [handle], report
+        wait_state(create_scheduler("meta"), app_id, AppState.CANCELLED)
+        wait_until(lambda: gone(pid), f"pid {pid} to exit")
 
 
 # --- containers --------------------------------------------------------------------------------

@@ -12,7 +12,9 @@ hosts ``algo-1`` to ``algo-N``); ``replica_id`` is ``0`` and cannot be used with
 instances, which run identical containers (read the host from
 ``/opt/ml/input/config/resourceconfig.json`` instead).
 
-Jobs are tagged ``anylaunch/scheduler=aws_sagemaker``; ``list`` finds them with SageMaker
+Jobs are tagged ``anylaunch/scheduler=aws_sagemaker``, with the job metadata every scheduler
+stamps and the app's owner, which ``describe`` returns (read with one ``ListTags`` per job and
+scheduler: a training job's description has no tags); ``list`` finds them with SageMaker
 Search. Logs come from CloudWatch Logs ``/aws/sagemaker/TrainingJobs``, one stream per host.
 Credentials come only from boto3's standard chain.
 """
@@ -35,6 +37,7 @@ from anylaunch.schedulers.api import (
 from anylaunch.schedulers.aws import common as aws
 from anylaunch.schedulers.aws.common import masked_repr, masked_request
 from anylaunch.schedulers.common.capacity import Capacity
+from anylaunch.schedulers.common.job_metadata import JOB_METADATA_KEYS, OWNER_KEY, owner_metadata
 from anylaunch.schedulers.common.roles import RANK0_ENV
 from anylaunch.specs.api import (
     NONE,
@@ -86,6 +89,11 @@ _STARTING = frozenset(
     }
 )
 
+
+#: The tags describe reads back (cached per job: anylaunch never changes them after creating it).
+_DESCRIBED_TAGS = frozenset({*JOB_METADATA_KEYS, OWNER_KEY, ROLE_NAME_TAG})
+#: How many jobs' tags a scheduler keeps (the oldest read is dropped first).
+_TAG_CACHE_SIZE = 512
 
 #: SageMaker's limit on a training job's MaxRuntimeInSeconds: 28 days.
 MAX_RUN_S = 28 * 24 * 3600
@@ -226,6 +234,20 @@ def _spot_wait(job: Mapping[str, Any]) -> tuple[str | None, str]:
     return None, ""
 
 
+def _owner_tags(app: AppDef) -> list[dict[str, str]]:
+    """The app's owner as a tag, for ``anylaunch reap`` (AWS's ``DescribeTrainingJob`` returns
+    the role's env, which names it, but emulators such as moto do not); only an owner that is a
+    valid tag value as it is: a changed owner would name another run to the reaper.
+
+    >>> env = {"ANYLAUNCH_PARENT_RUN_ID": "airflow:dag/run/task"}
+    >>> _owner_tags(AppDef("t", [Role("r", "img", env=env)]))
+    [{'Key': 'anylaunch/parent_run_id', 'Value': 'airflow:dag/run/task'}]
+    >>> _owner_tags(AppDef("t", [Role("r", "img", env={"ANYLAUNCH_PARENT_RUN_ID": "p:#1"})]))
+    []
+    """
+    return [{"Key": k, "Value": v} for k, v in owner_metadata(app).items() if aws.tag_value(v) == v]
+
+
 def _declared(job: Mapping[str, Any], state: AppState, msg: str) -> str:
     """The structured error of a failed job whose words alone do not tell the category (a
     spot job stopped at MaxWaitTimeExceeded), else ``NONE``."""
@@ -253,6 +275,7 @@ class AWSSageMakerScheduler(aws.AWSScheduler):
 
     def __init__(self, session_name: str, client: Any = None, log_client: Any = None) -> None:
         super().__init__(BACKEND, session_name, "sagemaker", client, log_client)
+        self._tags: dict[tuple[str, str], dict[str, str]] = {}
 
     # --- dryrun and schedule --------------------------------------------------------------
 
@@ -375,7 +398,8 @@ class AWSSageMakerScheduler(aws.AWSScheduler):
                 {"Key": k, "Value": v}
                 for k, v in aws.app_tags(BACKEND, app, self.session_name).items()
             ]
-            + [{"Key": ROLE_NAME_TAG, "Value": role.name}],
+            + [{"Key": ROLE_NAME_TAG, "Value": role.name}]
+            + _owner_tags(app),
         }
         if opts.hyperparameters:
             request["HyperParameters"] = dict(opts.hyperparameters)
@@ -408,12 +432,47 @@ class AWSSageMakerScheduler(aws.AWSScheduler):
 
     # --- queries --------------------------------------------------------------------------
 
+    def _job_tags(self, job: Mapping[str, Any]) -> dict[str, str]:
+        """anylaunch's tags of the job (its metadata and role name): one ``ListTags`` per job
+        (``DescribeTrainingJob`` returns no tags), then from this scheduler's cache. Without
+        the ``sagemaker:ListTags`` permission, none (logged once per job)."""
+        arn = str(job.get("TrainingJobArn") or "")
+        if not arn:
+            return {}
+        key = (arn, str(job.get("CreationTime", "")))  # a name reused by a newer job
+        cached = self._tags.get(key)
+        if cached is not None:
+            return cached
+        found: dict[str, str] = {}
+        kwargs: dict[str, Any] = {"ResourceArn": arn}
+        try:
+            while True:
+                page = self.client.list_tags(**kwargs)
+                for tag in page.get("Tags") or []:
+                    if tag.get("Key") in _DESCRIBED_TAGS:
+                        found[str(tag["Key"])] = str(tag.get("Value", ""))
+                if not page.get("NextToken"):
+                    break
+                kwargs["NextToken"] = page["NextToken"]
+        except Exception as e:
+            if not aws.is_client_error(e, "AccessDeniedException", "AccessDenied"):
+                raise
+            log.warning(
+                "cannot read the tags of %s (%s): describe returns no job metadata. Fix: allow "
+                "sagemaker:ListTags",
+                arn,
+                type(e).__name__,
+            )
+        if len(self._tags) >= _TAG_CACHE_SIZE:
+            self._tags.pop(next(iter(self._tags)))
+        self._tags[key] = found
+        return found
+
     def _role_of(self, job: Mapping[str, Any]) -> Role:
         """The job's role; its name from the environment, else from the job's tags."""
         name = str((job.get("Environment") or {}).get(ROLE_NAME_ENV, ""))
-        if not name and job.get("TrainingJobArn"):
-            tags = self.client.list_tags(ResourceArn=job["TrainingJobArn"]).get("Tags", [])
-            name = next((t["Value"] for t in tags if t.get("Key") == ROLE_NAME_TAG), "")
+        if not name:
+            name = self._job_tags(job).get(ROLE_NAME_TAG, "")
         return _role_of(job, name if _ROLE_NAME.match(name) else "trainer")
 
     def _describe_job(self, app_id: str) -> dict[str, Any] | None:
@@ -449,6 +508,7 @@ class AWSSageMakerScheduler(aws.AWSScheduler):
                 "training_job_arn": str(job.get("TrainingJobArn", "")),
                 "secondary_status": str(job.get("SecondaryStatus", "")),
                 "log_group": LOG_GROUP,
+                **{k: v for k, v in self._job_tags(job).items() if k != ROLE_NAME_TAG},
             },
             roles_statuses=[
                 RoleStatus(

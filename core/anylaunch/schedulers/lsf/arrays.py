@@ -30,7 +30,7 @@ from anylaunch.schedulers.common.arrays import (
     index_script,
     read_array_meta,
 )
-from anylaunch.schedulers.common.job_metadata import job_metadata
+from anylaunch.schedulers.common.job_metadata import job_metadata, owner_metadata
 from anylaunch.schedulers.common.roles import RANK0_ENV
 from anylaunch.schedulers.lsf.names import (
     BACKEND,
@@ -119,7 +119,7 @@ def build_array_request(
     )
     applied = values.apply(role)
     name = f"{app_id}-{role.name}"
-    metadata = job_metadata(app, BACKEND)
+    metadata = {**job_metadata(app, BACKEND), **owner_metadata(app)}
     description = job_description(app_id, role.name, 0, 1, session, app.name, metadata)
     options = ["-J", name + lsf_indices(app.array), "-Jd", f"{description} array="]
     options[-1] += _encode(array_meta(app.array))
@@ -236,7 +236,7 @@ def describe_array(app_id: str, records: list[_Record]) -> DescribeAppResponse:
         state=found.state,
         num_restarts=0,
         msg=found.msg,
-        metadata={"app_dir": app_dir, "lsf_job": records[0].job_id},
+        metadata={"app_dir": app_dir, "lsf_job": records[0].job_id, **records[0].metadata},
         roles_statuses=found.roles_statuses,
         array=found.array,
     )

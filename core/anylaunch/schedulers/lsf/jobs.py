@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from anylaunch.schedulers.common.app_ids import make_app_id
-from anylaunch.schedulers.common.job_metadata import job_metadata
+from anylaunch.schedulers.common.job_metadata import job_metadata, owner_metadata
 from anylaunch.schedulers.common.roles import CONTROL_CHAR, RANK0_ENV
 from anylaunch.schedulers.lsf.names import (
     _PROJECT,
@@ -382,7 +382,8 @@ def _build_request(app: AppDef, opts: LsfOpts, session: str) -> LsfRequest:
     total = sum(role.num_replicas for role in app.roles)
     rank0_name = f"{app_id}-{app.roles[0].name}-0"
     jobs: list[LsfJob] = []
-    metadata = job_metadata(app, BACKEND)
+    # bjobs shows no job env: the owner goes into the description too (for `anylaunch reap`)
+    metadata = {**job_metadata(app, BACKEND), **owner_metadata(app)}
     for role in app.roles:
         workdir, img_root = _role_workdir(role, opts)
         if role.max_retries > 0:

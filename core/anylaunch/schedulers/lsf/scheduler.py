@@ -389,6 +389,7 @@ class LsfScheduler(Scheduler[Mapping[str, CfgVal]]):
             metadata={
                 "app_dir": app_dir,
                 "lsf_jobs": " ".join(f"{r.role}/{r.replica_id}={r.job_id}" for r in jobs),
+                **jobs[0].metadata,
             },
             roles_statuses=role_statuses(replicas),
         )

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+from anylaunch.schedulers.common.job_metadata import JOB_METADATA_KEYS, OWNER_KEY
 from anylaunch.schedulers.common.states import aggregate_replica_states
 from anylaunch.schedulers.lsf.names import (
     _KILLED,
@@ -69,6 +70,8 @@ class _Record:
     pend_reason: str
     array: str = ""
     """An array element's stored array facts (its replica id is its array index)."""
+    metadata: Mapping[str, str] = field(default_factory=dict)
+    """The job metadata (and owner) anylaunch stamped into the job's description, decoded."""
 
     @property
     def state(self) -> AppState:
@@ -113,6 +116,7 @@ def _record(raw: Mapping[str, Any]) -> _Record | None:
         output_file=str(raw.get("OUTPUT_FILE") or ""),
         pend_reason=str(raw.get("PEND_REASON") or "").strip(),
         array=array,
+        metadata={k: v for k, v in desc.items() if k in JOB_METADATA_KEYS or k == OWNER_KEY},
     )
 
 
