@@ -16,9 +16,9 @@ from dagster_anylaunch import AnylaunchResource
 from tests.backends import require_backend
 from tests.benchmarks.engine_scale import harness
 from tests.schedulers.docker.docker_engine import BUSYBOX_IMAGE, busybox_image, docker_client
-from tests.schedulers.kubernetes.kube_cluster import kube_client, kube_namespace, kubelet
+from tests.schedulers.kubernetes.kube_cluster import kube_client, kubelet, own_namespace
 
-__all__ = ["busybox_image", "docker_client", "kube_client", "kube_namespace", "kubelet"]
+__all__ = ["busybox_image", "docker_client", "kube_client", "kubelet", "own_namespace"]
 
 APPS = 3
 
@@ -37,14 +37,16 @@ def _engine_requests(mark: harness.AuditMark, namespace: str) -> Counter[str]:
 
 
 def test_concurrent_waits_share_one_watch(
-    kube_namespace: str, kubelet: str, busybox_image: Any
+    own_namespace: str, kubelet: str, busybox_image: Any
 ) -> None:
+    # a namespace of its own: the process's watch of the session's namespace may have been
+    # started by an earlier test, before this test's window of the audit log
     require_backend(
         "the API server's audit log",
         harness.AUDIT_LOG.exists(),
         "scripts/provision/30-kubernetes.sh starts kube-apiserver with one",
     )
-    cfg = {"namespace": kube_namespace, "image_pull_policy": "Never"}
+    cfg = {"namespace": own_namespace, "image_pull_policy": "Never"}
 
     @dg.op
     def wait_all(context: dg.OpExecutionContext, anylaunch: AnylaunchResource) -> list[str]:
@@ -65,7 +67,7 @@ def test_concurrent_waits_share_one_watch(
     lines = [e.user_message for e in instance.all_logs(result.run_id)]
     for i in range(APPS):  # every app's log was streamed into the step's log
         assert any(f"done-{i}" in line for line in lines)
-    requests = _engine_requests(mark, kube_namespace)
+    requests = _engine_requests(mark, own_namespace)
     # one shared watch per kind for every app (its watches are logged once they end: the
     # last app's runner closing stopped them)
     for kind in ("WATCH pods", "WATCH jobs"):

@@ -90,20 +90,37 @@ def kube_client() -> KubeClient:
     return client
 
 
-@pytest.fixture(scope="session")
-def kube_namespace(kube_client: KubeClient) -> Iterator[str]:
-    """A namespace of this test session (with its default service account), deleted after."""
+@contextlib.contextmanager
+def fresh_namespace(client: KubeClient) -> Iterator[str]:
+    """A new namespace (with its default service account), deleted on exit."""
     name = f"anylaunch-test-{uuid.uuid4().hex[:8]}"
-    kube_client.request(
+    client.request(
         "POST",
         "/api/v1/namespaces",
         body={"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}},
     )
-    # the ServiceAccount admission plugin refuses pods until the default account exists
-    wait_for(lambda: _sa_exists(kube_client, name), 30, "the namespace's default service account")
-    yield name
-    with contextlib.suppress(KubernetesSchedulerError):
-        kube_client.request("DELETE", f"/api/v1/namespaces/{name}")
+    try:
+        # the ServiceAccount admission plugin refuses pods until the default account exists
+        wait_for(lambda: _sa_exists(client, name), 30, "the namespace's default service account")
+        yield name
+    finally:
+        with contextlib.suppress(KubernetesSchedulerError):
+            client.request("DELETE", f"/api/v1/namespaces/{name}")
+
+
+@pytest.fixture(scope="session")
+def kube_namespace(kube_client: KubeClient) -> Iterator[str]:
+    """A namespace of this test session, deleted after."""
+    with fresh_namespace(kube_client) as name:
+        yield name
+
+
+@pytest.fixture
+def own_namespace(kube_client: KubeClient) -> Iterator[str]:
+    """A namespace of this test alone: no process-wide watch of the session's namespace,
+    started by an earlier test, serves it (a test counting the watches it starts)."""
+    with fresh_namespace(kube_client) as name:
+        yield name
 
 
 def _sa_exists(client: KubeClient, namespace: str) -> bool:
