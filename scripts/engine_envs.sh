@@ -25,7 +25,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-ALL_ENVS=(airflow-2-10 airflow-2-11 airflow-3-0 prefect-3-8 prefect-newest dagster-oldest)
+ALL_ENVS=(airflow-2-10 airflow-2-11 airflow-3-0 prefect-3-8 prefect-newest dagster-oldest hydra)
 # What the test command runs: every env.
 DEFAULT_ENVS=("${ALL_ENVS[@]}")
 A=tests/integrations/airflow
@@ -67,14 +67,18 @@ for env in "${ENVS[@]}"; do
     airflow-*) engine=airflow dist=apache-airflow ;;
     prefect-*) engine=prefect dist=prefect ;;
     dagster-*) engine=dagster dist=dagster ;;
+    hydra) engine=components dist=hydra-core ;; # utils.hydra (no Dagster there: see pyproject)
     *) echo "engine_envs: unknown env '$env'; choose from: ${ALL_ENVS[*]}" >&2; exit 2 ;;
   esac
   venv=".venvs/$env"
   log="$LOGS/$env.log"
   echo "== engine env $env ($venv; log $log)"
   t0=$SECONDS
+  # the backend extras the engine tests use (utils.hydra's tests run on local_cwd alone)
+  extras=(--extra kubernetes --extra docker --extra aws)
+  [ "$engine" != components ] || extras=()
   if ! UV_PROJECT_ENVIRONMENT="$venv" uv sync --frozen --quiet --no-default-groups \
-    --group dev --group "$env" --extra kubernetes --extra docker --extra aws >"$log" 2>&1; then
+    --group dev --group "$env" "${extras[@]}" >"$log" 2>&1; then
     cat "$log" >&2
     if in_ci; then
       summary+=("$env: FAILED to sync (see above)")
@@ -89,6 +93,8 @@ for env in "${ENVS[@]}"; do
   # one pytest run per selection (the marker would deselect the unmarked doctests)
   if [ -n "${ANYLAUNCH_ENGINE_FULL:-}" ]; then
     runs=("tests/integrations/$engine integrations/$engine")
+  elif [ "$engine" = components ]; then
+    runs=("tests/components/test_hydra.py core/anylaunch/components/utils.py")
   elif [ "$engine" = airflow ]; then
     runs=("${AIRFLOW_MATRIX[*]} integrations/$engine")
   else

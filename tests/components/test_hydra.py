@@ -1,8 +1,9 @@
 """utils.hydra builds the AppDef a Hydra config declares (TorchX HEAD's ``utils.hydra``).
 
-Input checks run everywhere; composing needs ``hydra-core``, which the dev environment does
-not install: those tests are skipped without it (run them with
-``uv run --frozen --no-sync --with hydra-core pytest tests/components/test_hydra.py``).
+Input checks run everywhere; composing needs ``hydra-core``, which cannot share the main env
+with Dagster (its omegaconf pins an antlr4 runtime too old for Dagster's parser): the test
+command runs this file in the ``hydra`` env too (``bash scripts/engine_envs.sh hydra``), where
+nothing is skipped.
 """
 
 from __future__ import annotations
