@@ -9,7 +9,9 @@ The one definition of each: the modules that use them import them from here (e.g
 """
 
 __all__ = [
+    "ANYLAUNCH_INTERNAL_SESSION_ID",
     "ENV_ANYLAUNCHCONFIG",
+    "ENV_ANYLAUNCH_IMAGE",
     "ENV_ANYLAUNCH_JOB_ID",
     "ENV_ANYLAUNCH_PARENT_RUN_ID",
     "ENV_ANYLAUNCH_TRACKERS",
@@ -24,3 +26,11 @@ ENV_ANYLAUNCH_PARENT_RUN_ID: str = "ANYLAUNCH_PARENT_RUN_ID"
 ENV_ANYLAUNCH_JOB_ID: str = "ANYLAUNCH_JOB_ID"
 #: The only ``.anylaunchconfig`` file to read (empty: none); see :mod:`anylaunch.runner.config`.
 ENV_ANYLAUNCHCONFIG: str = "ANYLAUNCHCONFIG"
+#: TorchX's name for the variable holding a process's TorchX session id. anylaunch defines it
+#: for code ported from TorchX but neither sets nor reads it: a job is identified by
+#: :data:`ENV_ANYLAUNCH_JOB_ID`.
+ANYLAUNCH_INTERNAL_SESSION_ID: str = "ANYLAUNCH_INTERNAL_SESSION_ID"
+#: TorchX's name for the variable overriding the default image. anylaunch defines it for code
+#: ported from TorchX but does not read it: the default image is
+#: :data:`anylaunch.version.ANYLAUNCH_IMAGE`.
+ENV_ANYLAUNCH_IMAGE: str = "ANYLAUNCH_IMAGE"

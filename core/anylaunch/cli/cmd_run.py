@@ -34,6 +34,9 @@ from anylaunch.cli.cmd_base import (
     eprint,
     secret_env_names,
 )
+
+# TorchX defines CmdBuiltins next to CmdRun: importable from here too
+from anylaunch.cli.cmd_builtins import CmdBuiltins as CmdBuiltins
 from anylaunch.cli.colors import ANSI_GREEN, ANSI_RESET
 from anylaunch.cli.output import print_json
 from anylaunch.cli.placement import add_placement_arguments, placement_flags

@@ -112,6 +112,13 @@ class _Parser(argparse.ArgumentParser):
         ]
 
 
+#: The description of the subcommands in ``anylaunch --help`` (TorchX's
+#: ``sub_parser_description``).
+sub_parser_description = """Use the following commands to run operations, e.g.:
+anylaunch run ${JOB_NAME}
+"""
+
+
 def create_parser(subcmds: dict[str, SubCommand]) -> argparse.ArgumentParser:
     """Builds the top-level parser with one subparser per subcommand.
 
@@ -131,7 +138,9 @@ def create_parser(subcmds: dict[str, SubCommand]) -> argparse.ArgumentParser:
         help="level of anylaunch's own messages on stderr (default: $LOGLEVEL, else INFO)",
     )
     parser.add_argument("--version", action="version", version=f"anylaunch {anylaunch.__version__}")
-    subparsers = parser.add_subparsers(title="subcommands", metavar="COMMAND")
+    subparsers = parser.add_subparsers(
+        title="subcommands", description=sub_parser_description, metavar="COMMAND"
+    )
     for name, cmd in subcmds.items():
         sub = subparsers.add_parser(name, help=cmd.help, description=cmd.help)
         cmd.add_arguments(sub)

@@ -18,6 +18,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal, overload
 
+from anylaunch.runner.component_runner import (
+    ComponentRunner,
+    get_component_runner,
+    get_configured_trackers,
+)
 from anylaunch.runner.errors import AppWaitTimeoutError
 from anylaunch.runner.events.runner_hooks import recorded
 from anylaunch.schedulers import get_scheduler_factories
@@ -66,8 +71,12 @@ __all__ = [
     "ENV_ANYLAUNCH_JOB_ID",
     "ENV_ANYLAUNCH_PARENT_RUN_ID",
     "ENV_ANYLAUNCH_SESSION",
+    "NONE",
     "AppWaitTimeoutError",
+    "ComponentRunner",
     "Runner",
+    "get_component_runner",
+    "get_configured_trackers",
     "get_runner",
 ]
 

@@ -37,6 +37,7 @@ __all__ = [
     "ARCHIVE_URL_ENV",
     "ARCHIVE_URL_OPT",
     "CANCEL_REQUESTED",
+    "DAYS_IN_2_WEEKS",
     "RUNNER_OPTS",
     "DescribeAppResponse",
     "ListAppResponse",
@@ -50,6 +51,10 @@ __all__ = [
     "split_lines",
     "split_lines_iterator",
 ]
+
+#: Two weeks, in days: TorchX's ``torchx.schedulers.api.DAYS_IN_2_WEEKS``, for code ported
+#: from TorchX (no anylaunch scheduler reads it).
+DAYS_IN_2_WEEKS = 14
 
 T = TypeVar("T")
 _SchedulerT = TypeVar("_SchedulerT", bound="Scheduler[Any]")

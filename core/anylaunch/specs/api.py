@@ -37,6 +37,7 @@ from anylaunch.specs.status import (
     ReplicaState,
     ReplicaStatus,
     RoleStatus,
+    is_started,
     is_terminal,
 )
 from anylaunch.specs.substitution import macros
@@ -49,6 +50,11 @@ if TYPE_CHECKING:
 
 #: MiB in a GiB, for ``Resource(memMB=16 * GiB)``.
 GiB: int = 1024
+
+#: TorchX's terminal escapes for a warning's highlight (``torchx.specs.api.YELLOW_BOLD`` and
+#: ``RESET``), for code ported from TorchX.
+YELLOW_BOLD = "\033[1;33m"
+RESET = "\033[0m"
 
 __all__ = [
     "ALL",
@@ -82,6 +88,7 @@ __all__ = [
     "Workspace",
     "cases",
     "get_type_name",
+    "is_started",
     "is_terminal",
     "macros",
     "parse_app_handle",

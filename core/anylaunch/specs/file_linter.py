@@ -27,17 +27,29 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from anylaunch.specs.errors import InvalidSpecError, did_you_mean
+from anylaunch.specs.file_linter_extras import (
+    AnylaunchArgumentHelpFormatter,
+    ComponentFnVisitor,
+    get_generic_type,
+    get_optional_type,
+    is_primitive,
+)
 
 if TYPE_CHECKING:
     from os import PathLike
 
 __all__ = [
+    "AnylaunchArgumentHelpFormatter",
     "ArgTypeValidator",
+    "ComponentFnVisitor",
     "ComponentFunctionValidator",
     "DocstringValidator",
     "LinterMessage",
     "ReturnTypeValidator",
     "get_fn_docstring",
+    "get_generic_type",
+    "get_optional_type",
+    "is_primitive",
     "parse_fn_docstring",
     "validate",
 ]

@@ -42,7 +42,7 @@ import logging
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING
 
-from anylaunch.specs.api import Resource
+from anylaunch.specs.api import NULL_RESOURCE, Resource
 from anylaunch.specs.errors import AnylaunchError, InvalidSpecError, did_you_mean
 from anylaunch.specs.tags import resource_tags
 
@@ -250,6 +250,10 @@ def _load_factories() -> dict[str, ResourceFactory]:
                     getattr(factory, "__module__", None),
                 )
             table[name] = factory
+    # as in TorchX: "NULL" and "MISSING" name the placeholder resource (cpu, gpu and memMB -1,
+    # Resource.is_null()), whatever plugins say
+    for name in ("NULL", "MISSING"):
+        table[name] = _tagging(name, lambda: NULL_RESOURCE, divisor=1, fraction=False)
     return table
 
 

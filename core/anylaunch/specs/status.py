@@ -67,6 +67,19 @@ def is_terminal(state: AppState) -> bool:
     return state in _TERMINAL_STATES
 
 
+_STARTED_STATES = _TERMINAL_STATES | {AppState.RUNNING}
+
+
+def is_started(state: AppState) -> bool:
+    """True once an app has started: RUNNING, or one of the terminal states (TorchX's
+    ``torchx.specs.api.is_started``).
+
+    >>> is_started(AppState.RUNNING), is_started(AppState.SUCCEEDED), is_started(AppState.PENDING)
+    (True, True, False)
+    """
+    return state in _STARTED_STATES
+
+
 def _state_from(value: object, field: str = "state") -> AppState:
     if isinstance(value, AppState):
         return value

@@ -46,11 +46,23 @@ from anylaunch.tracker.api import TrackerArtifact, TrackerBase, TrackerSource
 from anylaunch.tracker.checks import check_metadata, check_name, check_path, check_run_id
 from anylaunch.tracker.errors import TrackerError
 
-__all__ = ["FsspecTracker", "check_root", "create"]
+__all__ = ["FsspecTracker", "check_root", "create", "generate_filename"]
 
 _ID_FILE = "run_id.txt"
 _MAX_KEY_CHARS = 200  # well under the 255 bytes a file name may have
 _FILTERS = ("parent_run_id",)
+
+
+def generate_filename() -> str:
+    """A new file name that sorts after every one made before it (TorchX's
+    ``generate_filename``): the time in nanoseconds, zero-padded, then this process's id and a
+    random part, so replicas writing at once never pick the same name.
+
+    >>> first, second = generate_filename(), generate_filename()
+    >>> first < second, first.split("-")[0].isdigit()
+    (True, True)
+    """
+    return f"{time.time_ns():020d}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
 
 
 def check_root(field: str, value: object) -> str:
@@ -176,8 +188,7 @@ class FsspecTracker(TrackerBase):
             return
         folder = self._start_run(run_id)
         # time first: entries sort in write order across writers (ties: any order)
-        entry = f"{time.time_ns():020d}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
-        self._write(f"{folder}/metadata/{entry}.json", values)
+        self._write(f"{folder}/metadata/{generate_filename()}.json", values)
 
     def metadata(self, run_id: str) -> Mapping[str, object]:
         merged: dict[str, object] = {}
