@@ -249,6 +249,17 @@ def test_module_relname_refuses_a_module_outside_the_package() -> None:
         module_relname(api, relative_to=components)
 
 
+# ---- schedulers ----
+
+
+def test_has_docker_asks_the_engine() -> None:
+    from anylaunch.schedulers.docker_scheduler import has_docker
+
+    assert has_docker()  # the provisioned engine ($DOCKER_HOST)
+    assert not has_docker("unix:///nonexistent/docker.sock")
+    assert not has_docker("tcp://127.0.0.1:9")  # nothing listens on the discard port
+
+
 # ---- tracker and CLI ----
 
 

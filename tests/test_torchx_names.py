@@ -498,7 +498,7 @@ PENDING: dict[tuple[str, str], str] = {
     },
     **{
         ("torchx.schedulers.docker_scheduler", n): "scheduler internals not ported yet"
-        for n in ("DockerJob", "DockerContainer", "has_docker")
+        for n in ("DockerJob", "DockerContainer")
     },
     ("torchx.schedulers.slurm_scheduler", "SlurmReplicaRequest"): (
         "scheduler internals not ported yet"
