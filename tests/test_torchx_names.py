@@ -20,6 +20,7 @@ import enum
 import importlib
 import inspect
 import re
+import sys
 import types
 from typing import Any
 
@@ -300,12 +301,12 @@ CONSTANTS: dict[tuple[str, str], object] = {
     ("torchx.runner.config", "CONFIG_FILE"): ".anylaunchconfig",
     ("torchx.runner.config", "CONFIG_PREFIX_DELIM"): ":",
     ("torchx.workspace.api", "TORCHX_IGNORE"): ".anylaunchignore",
-    # colours are off when stdout is not a terminal (as under pytest)
-    ("torchx.cli.colors", "GREEN"): "",
-    ("torchx.cli.colors", "BLUE"): "",
-    ("torchx.cli.colors", "ORANGE"): "",
-    ("torchx.cli.colors", "GRAY"): "",
-    ("torchx.cli.colors", "ENDC"): "",
+    # on a terminal; "" when colours are off (TorchX: stdout is not a terminal)
+    ("torchx.cli.colors", "GREEN"): "\033[32m",
+    ("torchx.cli.colors", "BLUE"): "\033[34m",
+    ("torchx.cli.colors", "ORANGE"): "\033[38:2:238:76:44m",
+    ("torchx.cli.colors", "GRAY"): "\033[2m",
+    ("torchx.cli.colors", "ENDC"): "\033[0m",
     ("torchx.cli.main", "sub_parser_description"): (
         "Use the following commands to run operations, e.g.:\nanylaunch run ${JOB_NAME}\n"
     ),
@@ -594,6 +595,11 @@ def test_the_torchx_constant_has_torchx_value(module: str, name: str, value: obj
         assert not hasattr(imported, anylaunch_spelling(name))  # left out, not redefined
         return
     actual = _lookup(module, name)
+    if module == "torchx.cli.colors":
+        from anylaunch.cli.colors import colors_enabled
+
+        # decided at import from stdout (anylaunch also honours NO_COLOR and TERM=dumb)
+        value = value if colors_enabled(sys.stdout) else ""
     assert type(actual) is type(value) and actual == value
 
 
