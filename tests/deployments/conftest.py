@@ -30,6 +30,7 @@ __all__ = [
     "kubelet",
     "live_processes",
     "postgres",
+    "redis_url",
     "slurm_cluster",
 ]
 
@@ -49,6 +50,35 @@ def postgres() -> Iterator[pg.Postgres]:
     finally:
         server.stop()
         shutil.rmtree(root, ignore_errors=True)
+
+
+def _redis_answers(url: str) -> bool:
+    """True if a Redis server answers PING at ``url`` (redis://host:port[/db])."""
+    import socket
+    from urllib.parse import urlsplit
+
+    where = urlsplit(url)
+    try:
+        with socket.create_connection((where.hostname or "", where.port or 6379), 5) as sock:
+            sock.sendall(b"PING\r\n")
+            return sock.recv(16).startswith(b"+PONG")
+    except OSError:
+        return False
+
+
+@pytest.fixture(scope="session")
+def redis_url() -> str:
+    """The provisioned Redis (``$ANYLAUNCH_REDIS_URL``), the Celery broker of the distributed
+    Airflow deployment; each deployment uses a DB number of its own."""
+    import os
+
+    url = os.environ.get("ANYLAUNCH_REDIS_URL", "")
+    require_backend(
+        "redis",
+        bool(url) and _redis_answers(url),
+        ". scripts/provision/50-redis.sh (exports ANYLAUNCH_REDIS_URL)",
+    )
+    return url
 
 
 def app_ids(state_dir: Path, name: str) -> list[str]:

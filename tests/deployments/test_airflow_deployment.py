@@ -1,9 +1,11 @@
-"""Airflow deployed as operators run it (scheduler with the LocalExecutor, triggerer,
-dag-processor, api-server, PostgreSQL), with faults injected while a 15-60 s app runs.
+"""Airflow deployed as operators run it, distributed (scheduler with the CeleryExecutor on a
+Redis broker, two Celery workers, two triggerers, dag-processor, api-server, PostgreSQL), with
+faults injected while a 15-60 s app runs: a task process killed, a whole worker host lost
+(its retry runs on the other worker), a triggerer lost (the other takes its triggers over).
 
 Each scenario triggers a DAG run through the REST API, injects one fault, then checks what a
-user would: the task's outcome, how many apps were launched, the app's final state, the task
-log, and that no app process is left.
+user would: the task's outcome, which worker ran it, how many apps were launched, the app's
+final state, the task log, and that no app process is left.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from tests.deployments.airflow_deployment import AirflowDeployment
+from tests.deployments.airflow_deployment import TRIGGERERS, WORKERS, AirflowDeployment
 from tests.deployments.conftest import app_ids
 from tests.deployments.postgres import Postgres
 from tests.deployments.processes import cmdline, wait_until
@@ -31,15 +33,33 @@ TERMINAL = ("success", "failed", "upstream_failed")
 
 
 @pytest.fixture(scope="module")
-def airflow(
-    postgres: Postgres, tmp_path_factory: pytest.TempPathFactory
+def deployment(
+    postgres: Postgres, redis_url: str, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[AirflowDeployment]:
-    deployment = AirflowDeployment(tmp_path_factory.mktemp("airflow"), postgres)
+    deployment = AirflowDeployment(tmp_path_factory.mktemp("airflow"), postgres, redis_url)
     try:
         deployment.start()
         yield deployment
     finally:
         deployment.stop()
+
+
+@pytest.fixture
+def airflow(deployment: AirflowDeployment) -> Iterator[AirflowDeployment]:
+    """The module's deployment; every daemon a test's fault left dead is started again after it."""
+    yield deployment
+    deployment.ensure_running()
+
+
+def _tries(airflow: AirflowDeployment, dag_id: str, run_id: str) -> list[dict[str, Any]]:
+    """Every try of the task ``app`` (its ``hostname`` names the worker that ran it)."""
+    found = airflow.get(f"/api/v2/dags/{dag_id}/dagRuns/{run_id}/taskInstances/app/tries")
+    return sorted(found["task_instances"], key=lambda t: int(t["try_number"]))
+
+
+def _ticks(log: str) -> list[str]:
+    """The ticker's lines in a task log (``tick N``), in order."""
+    return [line.split("ticker/0 ", 1)[1] for line in log.splitlines() if "ticker/0 tick" in line]
 
 
 def _app_state(airflow: AirflowDeployment, app_id: str) -> str:
@@ -109,34 +129,74 @@ def test_sigkill_of_the_task_runner_reattaches_to_the_same_app(airflow: AirflowD
     second = airflow.task_log(SYNC, run_id, 2)
     assert "Reconnecting to existing job" in second
     assert "tick 14" in second  # the reattached try streamed the app to its end
+    ticks = _ticks(second)
+    assert len(ticks) == len(set(ticks)), f"lines repeated in the reattached try: {ticks}"
+    # each try ran on one of the Celery workers (the pool restarts its killed process)
+    assert {t["hostname"] for t in _tries(airflow, SYNC, run_id)} <= set(WORKERS.values())
     _no_app_left(airflow)
 
 
-def test_sigkill_of_the_triggerer_cancels_nothing_and_repeats_no_line(
+def test_sigkill_of_one_triggerer_hands_its_triggers_to_the_other(
     airflow: AirflowDeployment,
 ) -> None:
+    """Two triggerers (HA): the one running the task's trigger is SIGKILLed with its whole
+    process tree. Once its heartbeat is older than the health threshold the other triggerer
+    takes the trigger over (rebuilt from its kwargs, its log position from the cursor). Then
+    the killed one is back and the holder is paused (SIGSTOP) until the first takes the
+    trigger back; resumed, the paused one finds its trigger moved and cancels it, which
+    calls the trigger's ``on_kill`` (Airflow 3.3): the app must not be cancelled there. The
+    app ends SUCCEEDED, and no line shows twice."""
     before = app_ids(airflow.state_dir, "ticker")
-    run_id = airflow.trigger(DEFERRED, {"duration": 20})
+    run_id = airflow.trigger(DEFERRED, {"duration": 50})
     app_id = _wait_running_app(airflow, DEFERRED, run_id, before)
-    wait_until(
-        lambda: airflow.task_instance(DEFERRED, run_id)["state"] == "deferred",
-        120,
-        "the task to defer",
+
+    def held_by(host: str | None = None) -> str | None:
+        holder = airflow.trigger_host(DEFERRED, run_id)
+        return holder if holder and host in (None, holder) else None
+
+    first = str(wait_until(held_by, 120, "a triggerer to run the task's trigger"))
+    assert first in TRIGGERERS.values(), first
+    (other,) = (h for h in TRIGGERERS.values() if h != first)
+    airflow.kill_host(airflow.triggerer(first))
+    wait_until(lambda: held_by(other), 90, f"triggerer {other} to take the trigger over", 1)
+
+    airflow.restart(airflow.triggerer(first))
+    paused = airflow.daemons[airflow.triggerer(other)]
+    os.killpg(paused.pid, signal.SIGSTOP)
+    try:
+        wait_until(lambda: held_by(first), 120, f"triggerer {first} to take it back", 1)
+    finally:
+        os.killpg(paused.pid, signal.SIGCONT)
+    # the resumed triggerer cancels its copy of the moved trigger: Airflow calls on_kill
+    folder = airflow.home / "logs" / f"dag_id={DEFERRED}" / f"run_id={run_id}" / "task_id=app"
+    let_go = str(
+        wait_until(
+            lambda: next(
+                (
+                    text
+                    for p in folder.glob("attempt=1.log.trigger.*")
+                    if "Trigger cancelled by user action" in (text := p.read_text())
+                    and "trigger completed" in text.split("Trigger cancelled by user action")[1]
+                ),
+                None,
+            ),
+            60,
+            f"triggerer {other}, resumed, to cancel its moved trigger",
+            interval=1,
+        )
     )
-    triggerer = airflow.daemons["triggerer"]
-    os.killpg(triggerer.pid, signal.SIGKILL)
-    triggerer.process.wait(30)
-    airflow.restart("triggerer")
+    assert "another triggerer took this trigger over" in let_go, let_go[-2000:]
+    assert _app_state(airflow, app_id) == "RUNNING"  # on_kill left the app to the new holder
 
     ti = _wait_task(airflow, DEFERRED, run_id)
-    assert ti["state"] == "success"
+    assert (ti["state"], ti["try_number"]) == ("success", 1)
     assert [a for a in app_ids(airflow.state_dir, "ticker") if a not in before] == [app_id]
     assert _app_state(airflow, app_id) == "SUCCEEDED"
     log = airflow.task_log(DEFERRED, run_id, ti["try_number"])
-    ticks = [line.split("ticker/0 ", 1)[1] for line in log.splitlines() if "ticker/0 tick" in line]
+    ticks = _ticks(log)
     assert ticks, log[-2000:]
-    assert len(ticks) == len(set(ticks)), f"lines repeated after the triggerer restart: {ticks}"
-    assert "tick 19" in ticks
+    assert len(ticks) == len(set(ticks)), f"lines repeated after the takeovers: {ticks}"
+    assert "tick 49" in ticks
     _no_app_left(airflow)
 
 
@@ -151,13 +211,34 @@ def _launched(airflow: AirflowDeployment, dag_id: str, run_id: str, tries: int) 
     return handles
 
 
-def test_sigkill_of_the_task_runner_reattaches_to_the_same_slurm_job(
+def _slurm_jobs(name: str, since: str) -> list[str]:
+    """The ids of the Slurm jobs called ``name`` submitted since ``since`` (sacct's format)."""
+    import subprocess
+
+    done = subprocess.run(
+        ["sacct", "-n", "-X", "-P", "-S", since, "--name", name, "-o", "JobID"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    return [line for line in done.stdout.split() if line]
+
+
+def test_losing_a_worker_host_retries_on_the_other_worker_on_the_same_slurm_job(
     airflow: AirflowDeployment, slurm_cluster: object
 ) -> None:
+    """The Celery worker running a sync task is SIGKILLed with its whole process tree (the
+    worker, its pool process and the task's supervisor and process: nothing reports). The
+    scheduler notices the missing task heartbeat, the retry runs on the other worker and
+    reattaches to the same Slurm job: one job submitted, its lines once each in the retry."""
+    import time
+
     from anylaunch.runner import get_runner
 
     dag_id = "anylaunch_deploy_slurm"
-    run_id = airflow.trigger(dag_id, {"duration": 20})
+    since = time.strftime("%Y-%m-%dT%H:%M:%S")
+    run_id = airflow.trigger(dag_id, {"duration": 40})
 
     def running_handle() -> str | None:
         ti = airflow.task_instance(dag_id, run_id)
@@ -171,13 +252,23 @@ def test_sigkill_of_the_task_runner_reattaches_to_the_same_slurm_job(
         return handles[0] if sum("tick" in line for line in lines) >= 3 else None
 
     handle = str(wait_until(running_handle, 240, "the Slurm job ticking"))
-    for pid in airflow.task_runners():
-        os.kill(pid, signal.SIGKILL)
+    first = str(airflow.task_instance(dag_id, run_id)["hostname"])
+    victim = airflow.worker(first)
+    killed = airflow.kill_host(victim)
+    assert len(killed) >= 3, killed  # the worker, its pool process, the task's processes
+    assert not [p for p in killed if cmdline(p)], "a killed process is still alive"
 
-    ti = _wait_task(airflow, dag_id, run_id)
+    ti = _wait_task(airflow, dag_id, run_id)  # the killed worker stays down meanwhile
     assert ti["state"] == "success" and ti["try_number"] == 2
+    (other,) = (h for h in WORKERS.values() if h != first)
+    assert [t["hostname"] for t in _tries(airflow, dag_id, run_id)] == [first, other]
     assert _launched(airflow, dag_id, run_id, 2) == [handle]  # the retry launched nothing
-    assert "Reconnecting to existing job" in airflow.task_log(dag_id, run_id, 2)
+    assert len(_slurm_jobs("ticker:ticker", since)) == 1  # submitted once
+    second = airflow.task_log(dag_id, run_id, 2)
+    assert "Reconnecting to existing job" in second
+    ticks = _ticks(second)
+    assert "tick 39" in ticks, second[-2000:]  # the retry streamed the job to its end
+    assert len(ticks) == len(set(ticks)), f"lines repeated in the retry: {ticks}"
     with get_runner() as runner:
         status = runner.status(handle)
     assert status is not None and status.state.name == "SUCCEEDED"
@@ -210,13 +301,16 @@ def test_clearing_a_running_task_cancels_its_app_and_reruns_with_a_fresh_one(
     assert [a for a in app_ids(airflow.state_dir, "ticker") if a not in before] == sorted(
         [first, second]
     )
+    # the clear reached the app whichever worker ran it; the rerun ran on either worker
+    hosts = [t["hostname"] for t in _tries(airflow, dag_id, run_id)]
+    assert len(hosts) == 2 and set(hosts) <= set(WORKERS.values()), hosts
     _no_app_left(airflow)
 
 
 def test_clearing_a_deferred_task_reruns_it_with_a_fresh_app_before_its_trigger_is_cancelled(
     airflow: AirflowDeployment,
 ) -> None:
-    """Issue 27 (part 7), the race made certain: the triggerer is paused (SIGSTOP) across the
+    """Issue 27 (part 7), the race made certain: the triggerers are paused (SIGSTOP) across the
     clear, so the cleared try looks at the app before the old trigger's ``on_kill`` cancels
     it (as a busy triggerer does). That try itself must launch a fresh app and succeed,
     without spending a retry; the old app ends CANCELLED."""
@@ -228,8 +322,9 @@ def test_clearing_a_deferred_task_reruns_it_with_a_fresh_app_before_its_trigger_
         120,
         "the task to defer",
     )
-    triggerer = airflow.daemons["triggerer"]
-    os.killpg(triggerer.pid, signal.SIGSTOP)
+    triggerers = [airflow.daemons[name] for name in TRIGGERERS]
+    for triggerer in triggerers:
+        os.killpg(triggerer.pid, signal.SIGSTOP)
     try:
         _clear(airflow, DEFERRED, run_id)
         # the cleared try decides (and defers) while the old trigger still watches the app
@@ -243,7 +338,8 @@ def test_clearing_a_deferred_task_reruns_it_with_a_fresh_app_before_its_trigger_
             interval=1,
         )
     finally:
-        os.killpg(triggerer.pid, signal.SIGCONT)
+        for triggerer in triggerers:
+            os.killpg(triggerer.pid, signal.SIGCONT)
 
     ti = _wait_task(airflow, DEFERRED, run_id)
     assert (ti["state"], ti["try_number"]) == ("success", 2)  # the cleared try itself
@@ -264,6 +360,8 @@ def test_mark_failed_cancels_the_app_and_a_clear_then_reruns_it(
     before = app_ids(airflow.state_dir, "ticker")
     run_id = airflow.trigger(dag_id, {"duration": 12, "stop_delay": 5})
     first = _wait_running_app(airflow, dag_id, run_id, before)
+    ran_on = airflow.task_instance(dag_id, run_id)["hostname"]
+    assert ran_on in WORKERS.values(), ran_on  # the mark-failed must reach that worker's app
     airflow.request(
         "PATCH",
         f"/api/v2/dags/{dag_id}/dagRuns/{run_id}/taskInstances/app",
@@ -331,8 +429,7 @@ def test_anylaunch_reap_cancels_the_app_of_a_task_that_ended_with_the_whole_engi
         wait_until(lambda: _app_state(airflow, app_id) == "CANCELLED", 60, "the orphan cancelled")
         _no_app_left(airflow)
     finally:
-        for name in ("scheduler", "dag-processor", "triggerer"):
-            airflow.restart(name)
+        airflow.ensure_running()
 
 
 def test_a_deferred_sweep_is_one_task_with_each_index_its_lines_and_outcome(
@@ -428,9 +525,9 @@ def test_a_deferred_task_whose_job_a_ttl_deleted_unseen_fails_as_its_app_did(
     airflow: AirflowDeployment, kube_client: Any, kube_namespace: str, kubelet: str, tmp_path: Path
 ) -> None:
     """A deferred task on Kubernetes whose Job has ``ttlSecondsAfterFinished: 0`` and an
-    archive. Once the trigger has streamed the app's lines, the triggerer is SIGKILLed; the
+    archive. Once the trigger has streamed the app's lines, both triggerers are SIGKILLed; the
     app exits 3, and the TTL controller deletes its Job while no process watches it. The
-    restarted triggerer still gets the end (the archive's hold kept the Job and pods), so the
+    restarted triggerers still get the end (the archive's hold kept the Job and pods), so the
     task fails as the app did, naming its exit code, with every line in its log once; then
     the record is in the archive and the cluster has removed the Job and its pods. (A
     succeeding app takes the same path: tests/schedulers/kubernetes/test_kubernetes_archive_hold.py
@@ -471,9 +568,8 @@ def test_a_deferred_task_whose_job_a_ttl_deleted_unseen_fails_as_its_app_did(
     )
     pods = [o for o in objects() if "hostIP" in o.get("status", {})]
     assert pods and all(p["status"]["phase"] == "Running" for p in pods), pods  # not ended yet
-    triggerer = airflow.daemons["triggerer"]
-    os.killpg(triggerer.pid, signal.SIGKILL)
-    triggerer.process.wait(30)
+    for name in TRIGGERERS:  # both: no triggerer watches while the app ends
+        airflow.kill_host(name)
     # the app ends, and the TTL deletes its Job (the GC its pods) while nobody watches
     wait_until(
         lambda: (found := objects()) and all(o["metadata"].get("deletionTimestamp") for o in found),
@@ -481,7 +577,8 @@ def test_a_deferred_task_whose_job_a_ttl_deleted_unseen_fails_as_its_app_did(
         "the TTL controller to delete the ended app's Job",
     )
     assert airflow.task_instance(dag_id, run_id)["state"] == "deferred"
-    airflow.restart("triggerer")
+    for name in TRIGGERERS:
+        airflow.restart(name)
 
     ti = _wait_task(airflow, dag_id, run_id)
     assert ti["state"] == "failed", ti

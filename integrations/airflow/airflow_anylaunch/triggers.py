@@ -563,10 +563,19 @@ class AnylaunchAppTrigger(BaseTrigger):
     async def on_kill(self) -> None:
         """A user killed the deferred task (Airflow >= 3.3): cancel the app unless told not to.
 
-        Not called on a triggerer restart or redistribution: the app keeps running and the
-        trigger resumes watching it elsewhere.
+        Not called on a triggerer restart. Airflow 3.3 also calls it in a triggerer that
+        comes back after another one took its trigger over (redistribution): then the task
+        instance still waits for this app, and the app keeps running (see ``_moved``).
         """
         if self.cancel_on_kill:
+            from airflow_anylaunch._moved import moved
+
+            if await asyncio.to_thread(moved, self.task_instance, self.app_handle):
+                self.log.info(
+                    "another triggerer took this trigger over: leaving anylaunch app %s to it",
+                    self.app_handle,
+                )
+                return
             await self._cancel("the task was killed")
         else:
             self.log.info("task killed; leaving anylaunch app %s running", self.app_handle)
