@@ -9,6 +9,9 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import logging
+import os
+import sys
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
@@ -20,7 +23,13 @@ from anylaunch.plugins.types import PluginType
 if TYPE_CHECKING:
     from importlib.metadata import EntryPoint
 
-__all__ = ["EntryPointPlugin", "RegistrationError", "scan_entry_points", "scan_namespace"]
+__all__ = [
+    "EntryPointPlugin",
+    "RegistrationError",
+    "forget_entry_points",
+    "scan_entry_points",
+    "scan_namespace",
+]
 
 logger: logging.Logger = logging.getLogger("anylaunch.plugins")
 
@@ -83,11 +92,51 @@ class EntryPointPlugin:
         return f"<plugin {ep.name} from entry point {ep.group}: {ep.value}>"
 
 
+#: Each group's entry points, with the state of the import path they were listed under.
+_listed: dict[str, tuple[tuple[object, ...], dict[str, EntryPointPlugin]]] = {}
+_listed_lock = threading.Lock()
+
+
+def _import_path_state() -> tuple[object, ...]:
+    """``sys.path`` with each entry's directory state: installing or removing a distribution
+    adds or removes a ``.dist-info`` directory in one of them (its mtime and link count)."""
+    state: list[object] = []
+    for entry in sys.path:
+        try:
+            st = os.stat(entry or ".")
+        except OSError:
+            state.append((entry, None))
+        else:
+            state.append((entry, st.st_ino, st.st_mtime_ns, st.st_nlink))
+    return tuple(state)
+
+
 def scan_entry_points(plugin_type: PluginType) -> dict[str, EntryPointPlugin]:
-    """The entry points of ``plugin_type``'s group, unloaded."""
+    """The entry points of ``plugin_type``'s group, unloaded.
+
+    Listed again only when the import path changed since (a distribution installed or
+    removed, ``sys.path`` edited) or after :func:`forget_entry_points`: listing reads every
+    installed distribution's metadata, which a process launching many apps (a runner each)
+    would otherwise pay for every one.
+    """
     from importlib.metadata import entry_points
 
-    return {ep.name: EntryPointPlugin(ep) for ep in entry_points(group=plugin_type.value)}
+    group, state = plugin_type.value, _import_path_state()
+    with _listed_lock:
+        listed = _listed.get(group)
+        if listed is None or listed[0] != state:
+            found = {ep.name: EntryPointPlugin(ep) for ep in entry_points(group=group)}
+            listed = _listed[group] = (state, found)
+        return dict(listed[1])
+
+
+def forget_entry_points() -> None:
+    """Makes the next :func:`scan_entry_points` list the entry points again.
+
+    >>> forget_entry_points()
+    """
+    with _listed_lock:
+        _listed.clear()
 
 
 def scan_namespace(

@@ -10,6 +10,7 @@ from typing import Any, overload
 
 from anylaunch.plugins.discovery import (
     RegistrationError,
+    forget_entry_points,
     logger,
     scan_entry_points,
     scan_namespace,
@@ -81,8 +82,8 @@ class PluginRegistry:
         """Returns ``{name: factory}`` for ``plugin_type`` (``{}`` if none).
 
         The namespace package is scanned once (its modules are imported then) and cached;
-        entry points are listed again on each call (cheap: nothing is imported), so a
-        distribution installed while the process runs is seen. Entry-point plugins are
+        entry points are listed again whenever the import path changed (nothing is imported),
+        so a distribution installed while the process runs is seen. Entry-point plugins are
         :class:`~anylaunch.plugins.discovery.EntryPointPlugin` objects, imported when first
         called.
         """
@@ -159,6 +160,7 @@ class PluginRegistry:
         with self._lock:
             self._cache.clear()
             self._errors.clear()
+        forget_entry_points()
         registry.cache_clear()
         for hook in list(_clear_hooks):
             hook()

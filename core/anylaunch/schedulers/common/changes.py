@@ -64,30 +64,35 @@ class ManualChangeFeed(ChangeFeed):
         # after notify_all(): every app may have changed, except those that waited since
         self._everything = False
         self._caught_up: set[str] = set()
-        self._condition = threading.Condition()
+        # its own name: subclasses have a ``_lock`` of their own (reentrant, as the feed's
+        # single condition was: a subclass may notify from inside a wait)
+        self._feed_lock = threading.RLock()
+        # each blocked waiter's own condition (on the one lock), by the apps it waits on: a
+        # change wakes only the waiters of its app (a process waiting on hundreds of apps
+        # would otherwise wake every waiting thread on every event)
+        self._waiters: dict[str, set[threading.Condition]] = {}
 
     def notify(self, app_id: str) -> None:
         """Records that ``app_id`` may have changed and wakes its waiters."""
-        with self._condition:
+        with self._feed_lock:
             if len(self._changed) >= self.max_tracked:
                 self._mark_everything()
+                self._wake(self._all_waiters())
             else:
                 self._changed.add(app_id)
-            self._condition.notify_all()
+                self._wake(self._waiters.get(app_id, ()))
 
     def notify_all(self) -> None:
         """Wakes every waiter, and every app's next wait (e.g. after a resync, or when the
         event source was lost)."""
-        with self._condition:
+        with self._feed_lock:
             self._mark_everything()
-            self._condition.notify_all()
+            self._wake(self._all_waiters())
 
     def wait(self, app_ids: Collection[str], timeout: float) -> bool:
         wanted = set(app_ids)
-        with self._condition:
-            woken = self._condition.wait_for(
-                lambda: self._pending(wanted), timeout=max(0.0, timeout)
-            )
+        with self._feed_lock:
+            woken = self._wait_for(wanted, timeout)
             if woken:
                 self._take(wanted)
             return woken
@@ -96,10 +101,33 @@ class ManualChangeFeed(ChangeFeed):
         """Like :meth:`wait`, but leaves the change pending (for a dispatcher that then
         asks for each app on its own). True if one of ``app_ids`` has a change pending."""
         wanted = set(app_ids)
-        with self._condition:
-            return bool(wanted) and self._condition.wait_for(
-                lambda: self._pending(wanted), timeout=max(0.0, timeout)
-            )
+        with self._feed_lock:
+            return bool(wanted) and self._wait_for(wanted, timeout)
+
+    def _wait_for(self, wanted: set[str], timeout: float) -> bool:
+        """(under the lock) Blocks until one of ``wanted`` is pending or ``timeout`` passes."""
+        if self._pending(wanted) or timeout <= 0:
+            return self._pending(wanted)
+        condition = threading.Condition(self._feed_lock)
+        for app in wanted:
+            self._waiters.setdefault(app, set()).add(condition)
+        try:
+            return condition.wait_for(lambda: self._pending(wanted), timeout=timeout)
+        finally:
+            for app in wanted:
+                waiting = self._waiters.get(app)
+                if waiting is not None:
+                    waiting.discard(condition)
+                    if not waiting:
+                        del self._waiters[app]
+
+    def _all_waiters(self) -> set[threading.Condition]:
+        return {c for waiting in self._waiters.values() for c in waiting}
+
+    @staticmethod
+    def _wake(conditions: Collection[threading.Condition]) -> None:
+        for condition in conditions:
+            condition.notify()
 
     def _pending(self, wanted: set[str]) -> bool:
         if self._everything and not wanted <= self._caught_up:
