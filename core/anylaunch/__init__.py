@@ -5,3 +5,12 @@ or integration that needs it is used.
 """
 
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str) -> str:
+    # TorchX's ``torchx.IMAGE``, resolved on first use: the package itself imports nothing
+    if name == "IMAGE":
+        from anylaunch.version import ANYLAUNCH_IMAGE
+
+        return ANYLAUNCH_IMAGE
+    raise AttributeError(f"module 'anylaunch' has no attribute {name!r}")

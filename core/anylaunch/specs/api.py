@@ -27,7 +27,7 @@ from anylaunch.specs.handles import AppDryRunInfo, AppHandle, ParsedAppHandle, p
 # runner/api.py, which other branches are rewriting, still import it from here.
 from anylaunch.specs.handles import make_app_handle as make_app_handle
 from anylaunch.specs.home import ANYLAUNCH_HOME
-from anylaunch.specs.markers import ALL, MISSING, NONE
+from anylaunch.specs.markers import ALL, MISSING, NONE, UNKNOWN
 from anylaunch.specs.mounts import BindMount, DeviceMount, MountType, VolumeMount
 from anylaunch.specs.runopts import CfgVal, get_type_name, runopt, runopts
 from anylaunch.specs.status import (
@@ -62,6 +62,7 @@ __all__ = [
     "MISSING",
     "NONE",
     "NULL_RESOURCE",
+    "UNKNOWN",
     "AppDef",
     "AppDryRunInfo",
     "AppHandle",
