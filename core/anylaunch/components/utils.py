@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import shlex
-from typing import Any
+from typing import Annotated, Any
 
 import anylaunch.specs as specs
 from anylaunch.components import DEFAULT_IMAGE, PYTHON
@@ -376,7 +376,11 @@ HYDRA_MACROS = ("app_id", "replica_id", "rank0_env", "img_root")
 _HYDRA_FIX = "pip install hydra-core where the component runs (the launching host)"
 
 
-def hydra(*overrides: str, config_name: str, config_dir: str = ".anylaunch") -> specs.AppDef:
+def hydra(
+    *overrides: str,
+    config_name: Annotated[str, "-cn"],
+    config_dir: Annotated[str, "-cd"] = ".anylaunch",
+) -> specs.AppDef:
     """Builds the AppDef a `Hydra <https://hydra.cc>`_ config declares.
 
     The config (``{config_dir}/{config_name}.yaml``) has an ``app`` key whose ``_target_`` is
@@ -396,7 +400,7 @@ def hydra(*overrides: str, config_name: str, config_dir: str = ".anylaunch") -> 
               entrypoint: echo
               args: [hello, "${anylaunch.app_id:}"]
 
-    ``anylaunch run utils.hydra --config_name my_job -- app.roles.0.num_replicas=3``
+    ``anylaunch run utils.hydra -cn my_job -- app.roles.0.num_replicas=3`` (or ``--config_name``)
 
     >>> hydra(config_name="")
     Traceback (most recent call last):

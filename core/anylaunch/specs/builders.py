@@ -21,6 +21,7 @@ This module also exports :func:`make_app_handle`, :func:`parse_mounts` and the m
 from __future__ import annotations
 
 import inspect
+import re
 import typing
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn
@@ -202,11 +203,42 @@ class _Param(NamedTuple):
     param: inspect.Parameter
     annotation: Any  # without Optional
     spec: ValueSpec | None  # None: cannot be parsed from text
+    aliases: tuple[str, ...] = ()  # option names from Annotated[T, "-x"] (TorchX's)
+
+
+#: An option alias a parameter may declare: ``Annotated[str, "-cn"]``.
+_ALIAS = re.compile(r"--?[A-Za-z][A-Za-z0-9_-]*")
+
+
+def _aliases(name: str, component_fn: Callable[..., object]) -> dict[str, tuple[str, ...]]:
+    """The option aliases each parameter declares as text metadata starting with ``-`` of its
+    ``Annotated`` annotation (``Annotated[str, "-cn"]`` also reads ``-cn VALUE``)."""
+    try:
+        hints = typing.get_type_hints(component_fn, include_extras=True)
+    except Exception:  # _type_hints has said why already
+        return {}
+    found: dict[str, tuple[str, ...]] = {}
+    for param_name, hint in hints.items():
+        hint = unwrap_optional(hint)  # Optional[Annotated[T, "-x"]] too
+        metadata = getattr(hint, "__metadata__", ())
+        aliases = tuple(m for m in metadata if isinstance(m, str) and m.startswith("-"))
+        for alias in aliases:
+            if not _ALIAS.fullmatch(alias):
+                raise ComponentTypeError(
+                    f"{name}({param_name})",
+                    param_name,
+                    f"its option alias {alias!r} is not an option name",
+                    "write it as -x or --name (letters, digits, '-' and '_')",
+                )
+        if aliases:
+            found[param_name] = aliases
+    return found
 
 
 def _params(component_fn: Callable[..., object]) -> dict[str, _Param]:
     name = _component_name(component_fn)
     hints = _type_hints(component_fn)
+    aliases = _aliases(name, component_fn)
     result: dict[str, _Param] = {}
     for param_name, param in inspect.signature(component_fn).parameters.items():
         if param.kind is inspect.Parameter.VAR_KEYWORD:
@@ -217,7 +249,9 @@ def _params(component_fn: Callable[..., object]) -> dict[str, _Param]:
                 "declare each parameter, or take a dict[str, str] parameter",
             )
         annotation = unwrap_optional(hints.get(param_name, inspect.Parameter.empty))
-        result[param_name] = _Param(param, annotation, _value_spec(annotation))
+        result[param_name] = _Param(
+            param, annotation, _value_spec(annotation), aliases.get(param_name, ())
+        )
     return result
 
 
@@ -361,7 +395,9 @@ def _build_parser(
         options = [f"--{param_name}"]
         if "_" in param_name:
             options.append(f"--{param_name.replace('_', '-')}")
-        if len(param_name) == 1:
+        if p.aliases:  # TorchX's rule: declared aliases instead of the one-letter short form
+            options[:0] = [a for a in p.aliases if a not in options]
+        elif len(param_name) == 1:
             options.insert(0, f"-{param_name}")
         kwargs: dict[str, Any] = {"dest": param_name, "help": help_text}
         if p.spec is None:

@@ -8,6 +8,8 @@ a Google-style docstring and annotates every parameter with a type the CLI can p
 - ``tuple[P1, P2, ...]`` / ``Tuple[...]`` of primitives (a fixed number of values), and
   ``tuple[P, ...]`` (any number of ``P``)
 - ``Optional[X]``, ``Union[X, None]`` and ``X | None`` of any of the above
+- ``Annotated[X, ...]`` of any of the above; text metadata starting with ``-`` is an option
+  alias (``config_name: Annotated[str, "-cn"]`` also reads ``-cn NAME``), as in TorchX
 - any of these as a string annotation (``"list[str]"``, ``from __future__ import annotations``)
 
 :func:`validate` parses the file with :mod:`ast`: the file is never imported or executed,
@@ -169,8 +171,19 @@ def _unwrap_optional(node: ast.expr) -> ast.expr:
     return node
 
 
-def _primitive_error(node: ast.expr) -> str | None:
+def _unwrap_annotated(node: ast.expr) -> ast.expr | str:
+    """``Annotated[T, ...]`` -> ``T`` (its metadata, e.g. an option alias, is the builder's);
+    other annotations as they are (a string: why it does not parse)."""
     inner = _unquote(node)
+    if isinstance(inner, ast.Subscript) and _short_name(inner.value) == "Annotated":
+        if not isinstance(inner.slice, ast.Tuple) or len(inner.slice.elts) < 2:
+            return f"{ast.unparse(inner)!r} must be Annotated[T, metadata, ...]"
+        return _unwrap_annotated(inner.slice.elts[0])
+    return inner
+
+
+def _primitive_error(node: ast.expr) -> str | None:
+    inner = _unwrap_annotated(node)
     if isinstance(inner, str):
         return inner
     if _dotted(inner) in _PRIMITIVES:
@@ -180,10 +193,12 @@ def _primitive_error(node: ast.expr) -> str | None:
 
 def _annotation_error(node: ast.expr) -> str | None:
     """Returns why ``node`` is not a supported parameter annotation, or None if it is."""
-    unquoted = _unquote(node)
+    unquoted = _unwrap_annotated(node)
     if isinstance(unquoted, str):
         return unquoted
     target = _unwrap_optional(unquoted)
+    if isinstance(target, ast.Subscript) and _short_name(target.value) == "Annotated":
+        return _annotation_error(target)  # Optional[Annotated[T, ...]]
     if _dotted(target) in _PRIMITIVES:
         return None
     name = _short_name(target.value) if isinstance(target, ast.Subscript) else _dotted(target)
