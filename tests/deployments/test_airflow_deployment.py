@@ -259,7 +259,7 @@ def test_losing_a_worker_host_retries_on_the_other_worker_on_the_same_slurm_job(
     victim = airflow.worker(first)
     killed = airflow.kill_host(victim)
     assert len(killed) >= 3, killed  # the worker, its pool process, the task's processes
-    assert not [p for p in killed if cmdline(p)], "a killed process is still alive"
+    wait_until(lambda: not [p for p in killed if cmdline(p)], 30, "the killed processes to end")
 
     ti = _wait_task(airflow, dag_id, run_id)  # the killed worker stays down meanwhile
     assert ti["state"] == "success" and ti["try_number"] == 2
