@@ -26,7 +26,7 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Callable, Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from typing import Any
 
 from anylaunch.schedulers.common.changes import ManualChangeFeed
@@ -79,6 +79,9 @@ class _KindWatch:
         self.namespace = namespace
         self.kind = kind
         self.objects: dict[str, dict[str, Any]] = {}
+        #: the same objects by app (their app label): a describe reads its app's objects only,
+        #: not every cached object (hundreds of apps waited on in one process)
+        self.by_app: dict[str, dict[str, dict[str, Any]]] = {}
         #: listed and connected (or reconnecting after a normal renewal): the cache is current
         self.healthy = False
         #: the kind is not served by the cluster (no CRD): always empty
@@ -131,6 +134,9 @@ class _KindWatch:
         fresh = {obj["metadata"]["name"]: obj for obj in answer.get("items") or []}
         with self.owner.lock:
             old, self.objects = self.objects, fresh
+            self.by_app = {}
+            for name, obj in fresh.items():
+                self.by_app.setdefault(_app_of(obj), {})[name] = obj
             self._version = (answer.get("metadata") or {}).get("resourceVersion")
             if self.kind in self.owner.record_kinds:
                 for obj in (*fresh.values(), *old.values()):
@@ -186,16 +192,32 @@ class _KindWatch:
         if not name:
             return
         with self.owner.lock:
-            if kind == "DELETED":
-                self.objects.pop(name, None)
-            else:
+            before = self.objects.pop(name, None)
+            if before is not None:
+                self._unindex(name, before)
+            if kind != "DELETED":
                 self.objects[name] = obj
+                self.by_app.setdefault(_app_of(obj), {})[name] = obj
             self._version = version or self._version
             if self.kind in self.owner.record_kinds:
                 self.owner._saw_record(self.namespace, self.kind, obj)
         app = _app_of(obj)
         if app:
             self.owner.feed.notify(f"{self.namespace}:{app}")
+
+    def _unindex(self, name: str, obj: dict[str, Any]) -> None:
+        app = _app_of(obj)
+        objects = self.by_app.get(app)
+        if objects is not None:
+            objects.pop(name, None)
+            if not objects:
+                del self.by_app[app]
+
+    def of_apps(self, apps: Iterable[str] | None) -> list[dict[str, Any]]:
+        """The cached objects of ``apps`` (every object if None; under the owner's lock)."""
+        if apps is None:
+            return list(self.objects.values())
+        return [obj for app in apps for obj in self.by_app.get(app, {}).values()]
 
     def _loop(self) -> None:
         stop = self.owner.stopped
@@ -347,7 +369,7 @@ class KubeWatch:
     def _cached_records(self, namespace: str, names: Sequence[str] | None) -> dict[str, AppView]:
         """Views holding only the cached records of ``names`` (all if None; under the lock)."""
         listed = [
-            (kind, watch.objects.values())
+            (kind, watch.of_apps(names))
             for kind in self.record_kinds
             if (watch := self._kinds.get((namespace, kind))) is not None
         ]
@@ -396,11 +418,11 @@ class KubeWatch:
             return None
         with self.lock:
             for kind in sorted(needed):
-                for obj in self._kinds[(namespace, kind)].objects.values():
+                for obj in self._kinds[(namespace, kind)].of_apps(views):
                     view = views.get(_app_of(obj))
                     if view is not None:
                         view.workloads.append(obj)
-            for pod in self._kinds[(namespace, _POD)].objects.values():
+            for pod in self._kinds[(namespace, _POD)].of_apps(views):
                 view = views.get(_app_of(pod))
                 if view is not None:
                     view.pods.append(pod)
@@ -419,10 +441,11 @@ class KubeWatch:
         """The cached pods carrying all ``labels``, or None while the pod watch is down."""
         if not self.ensure(namespace):
             return None
+        app = labels.get(LABEL_APP_ID)
         with self.lock:
             return [
                 pod
-                for pod in self._kinds[(namespace, _POD)].objects.values()
+                for pod in self._kinds[(namespace, _POD)].of_apps(None if app is None else [app])
                 if all(pod["metadata"].get("labels", {}).get(k) == v for k, v in labels.items())
             ]
 
