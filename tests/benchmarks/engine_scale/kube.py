@@ -5,13 +5,18 @@ audit log, the delay split at the kubelet's report)."""
 from __future__ import annotations
 
 import contextlib
+import os
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from tests.benchmarks.engine_scale import harness
 from tests.deployments.processes import wait_until
 from tests.schedulers.kubernetes import kube_cluster
+
+#: How long each job sleeps, and the waiters each Prefect or Dagster run compares.
+SLEEP_S = int(os.environ.get("ANYLAUNCH_ENGINE_SCALE_SLEEP_S", "30"))
+TOOLS = ("anylaunch", "incumbent")
 
 
 @contextlib.contextmanager
@@ -80,3 +85,42 @@ def check(entry: dict[str, Any], n: int) -> None:
     print(entry)
     assert entry["task_states"] == {"success": n}
     assert entry["delays_measured"] == n
+
+
+def measure_tools(
+    engine: str,
+    n: int,
+    client: Any,
+    run: Callable[[str, dict[str, Any]], dict[str, Any]],
+    keep: tuple[str, ...] = (),
+) -> None:
+    """Measures each tool of a Prefect or Dagster benchmark on ``n`` pods, each in a namespace of
+    its own, records its entry in ``.benchmarks/engine_scale_{engine}.json``, then checks them.
+
+    Args:
+        run: ``run(tool, parameters)`` starts the tool's flow or job and waits for its end
+            (``parameters``: ``n``, ``sleep_s``, ``namespace``); returns what
+            :func:`~tests.benchmarks.engine_scale.harness.measure_run` measured
+        keep: keys of that measurement copied into the entry as they are
+    """
+    from tests.benchmarks.engine_scale.report import record
+
+    warn_without_audit_log()
+    entries = []
+    for tool in TOOLS:
+        with namespace(client) as ns:
+            measured = run(tool, {"n": n, "sleep_s": SLEEP_S, "namespace": ns})
+            exits = harness.pod_container_exits(ns)
+            entry = harness.summarize_engine(measured, {i: e.end for i, e in exits.items()})
+            entry.update({key: measured[key] for key in keep})
+        # the engine's process has ended (and its watches with it): the audit log is complete
+        read_audit(entry, measured, ns, exits)
+        record("kubernetes", n, tool, entry, engine=engine)
+        entries.append(entry)
+    for entry in entries:  # both waiters measured, even if one had a failed task
+        check(entry, n)
+
+
+def timeout(n: int) -> float:
+    """A safety net for one run of ``n`` jobs, never a measurement."""
+    return SLEEP_S + 300 + 6 * n

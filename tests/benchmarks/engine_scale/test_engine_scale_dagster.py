@@ -20,19 +20,12 @@ import pytest
 
 from tests.benchmarks.engine_scale import dagster_engine, harness, kube
 from tests.benchmarks.engine_scale.dagster_engine import BenchDagster
-from tests.benchmarks.engine_scale.report import record
 from tests.schedulers.kubernetes import kube_cluster
 
 kube_client = kube_cluster.kube_client
 kubelet = kube_cluster.kubelet
 
 NS = [int(n) for n in os.environ.get("ANYLAUNCH_ENGINE_SCALE_N", "50 200 500").split()]
-SLEEP_S = int(os.environ.get("ANYLAUNCH_ENGINE_SCALE_SLEEP_S", "30"))
-TOOLS = ("anylaunch", "incumbent")
-
-
-def _timeout(n: int) -> float:
-    return SLEEP_S + 300 + 6 * n  # a safety net, never a measurement
 
 
 @pytest.fixture(scope="module")
@@ -51,24 +44,17 @@ def bench_client(kube_client: Any) -> Any:
 
 @pytest.mark.parametrize("n", NS)
 def test_dagster_kubernetes(n: int, dagster: BenchDagster, bench_client: Any, kubelet: str) -> None:
-    kube.warn_without_audit_log()
-    entries = []
-    for tool in TOOLS:
-        with kube.namespace(bench_client) as namespace:
-            measured = dagster_engine.run_job(
-                dagster,
-                tool,
-                {"n": n, "sleep_s": SLEEP_S, "namespace": namespace},
-                _timeout(n),
-                load=lambda: harness.scrape_apiserver(bench_client),
-                audit=harness.AUDIT_LOG,
-            )
-            exits = harness.pod_container_exits(namespace)
-            entry = harness.summarize_engine(measured, {i: e.end for i, e in exits.items()})
-            entry["run_workers"] = measured["run_workers"]
-        # the run worker has ended (and its watches with it): the audit log is complete
-        kube.read_audit(entry, measured, namespace, exits)
-        record("kubernetes", n, tool, entry, engine="dagster")
-        entries.append(entry)
-    for entry in entries:  # both waiters measured, even if one had a failed task
-        kube.check(entry, n)
+    kube.measure_tools(
+        "dagster",
+        n,
+        bench_client,
+        lambda tool, parameters: dagster_engine.run_job(
+            dagster,
+            tool,
+            parameters,
+            kube.timeout(n),
+            load=lambda: harness.scrape_apiserver(bench_client),
+            audit=harness.AUDIT_LOG,
+        ),
+        keep=("run_workers",),
+    )

@@ -20,7 +20,6 @@ from typing import Any
 import pytest
 
 from tests.benchmarks.engine_scale import harness, kube, prefect_engine
-from tests.benchmarks.engine_scale.report import record
 from tests.deployments.conftest import postgres
 from tests.deployments.postgres import Postgres
 from tests.deployments.prefect_deployment import PrefectDeployment
@@ -31,12 +30,6 @@ kube_client = kube_cluster.kube_client
 kubelet = kube_cluster.kubelet
 
 NS = [int(n) for n in os.environ.get("ANYLAUNCH_ENGINE_SCALE_N", "50 200 500").split()]
-SLEEP_S = int(os.environ.get("ANYLAUNCH_ENGINE_SCALE_SLEEP_S", "30"))
-TOOLS = ("anylaunch", "incumbent")
-
-
-def _timeout(n: int) -> float:
-    return SLEEP_S + 300 + 6 * n  # a safety net, never a measurement
 
 
 @pytest.fixture(scope="module")
@@ -59,23 +52,16 @@ def bench_client(kube_client: Any) -> Any:
 def test_prefect_kubernetes(
     n: int, prefect: PrefectDeployment, bench_client: Any, kubelet: str
 ) -> None:
-    kube.warn_without_audit_log()
-    entries = []
-    for tool in TOOLS:
-        with kube.namespace(bench_client) as namespace:
-            measured = prefect_engine.run_flow(
-                prefect,
-                tool,
-                {"n": n, "sleep_s": SLEEP_S, "namespace": namespace},
-                _timeout(n),
-                load=lambda: harness.scrape_apiserver(bench_client),
-                audit=harness.AUDIT_LOG,
-            )
-            exits = harness.pod_container_exits(namespace)
-            entry = harness.summarize_engine(measured, {i: e.end for i, e in exits.items()})
-        # the flow-run process has ended (and its watches with it): the audit log is complete
-        kube.read_audit(entry, measured, namespace, exits)
-        record("kubernetes", n, tool, entry, engine="prefect")
-        entries.append(entry)
-    for entry in entries:  # both waiters measured, even if one had a failed task
-        kube.check(entry, n)
+    kube.measure_tools(
+        "prefect",
+        n,
+        bench_client,
+        lambda tool, parameters: prefect_engine.run_flow(
+            prefect,
+            tool,
+            parameters,
+            kube.timeout(n),
+            load=lambda: harness.scrape_apiserver(bench_client),
+            audit=harness.AUDIT_LOG,
+        ),
+    )

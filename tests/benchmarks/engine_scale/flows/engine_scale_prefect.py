@@ -3,10 +3,14 @@ Prefect deployment (a real server and a process worker): each maps a task over `
 Kubernetes pods (tests/benchmarks/engine_scale/workload.py), all waiting at once in the
 flow-run process (a thread pool as wide as the map).
 
-- ``engine-scale-anylaunch``: anylaunch's ``launch_app`` then ``wait_for_app`` mapped over
-  ``n`` AnylaunchJob blocks (scheduler ``kubernetes``)
-- ``engine-scale-incumbent``: prefect-kubernetes's ``KubernetesJob`` block (trigger, wait for
-  completion, fetch the result) in a task mapped over ``n`` Job manifests with the same pod
+- ``engine-scale-anylaunch``: anylaunch's ``AnylaunchJob`` block (scheduler ``kubernetes``;
+  trigger, wait for completion, fetch the result) in a task mapped over ``n`` apps
+- ``engine-scale-incumbent``: prefect-kubernetes's ``KubernetesJob`` block, the same way, in a
+  task mapped over ``n`` Job manifests with the same pod
+
+Both run one task per job with their block's job interface, so the engine does the same work
+for each (a flow that launches with ``launch_app`` and waits with ``wait_for_app``, so that a
+retried wait reattaches, runs two task runs per job: twice the engine's own task overhead).
 
 Both poll every ``POLL_S`` seconds (the KubernetesJob block's default). The task run that
 ends when job ``i`` is seen to end is named ``app-{i}``: the benchmark reads its end time from
@@ -24,7 +28,6 @@ from prefect.task_runners import ThreadPoolTaskRunner
 
 from anylaunch.specs.serialize import appdef_to_dict
 from prefect_anylaunch import AnylaunchJob
-from prefect_anylaunch.tasks import launch_app, wait_for_app
 from tests.benchmarks.engine_scale import workload
 
 POLL_S = 5
@@ -44,14 +47,16 @@ def _anylaunch_job(index: int, sleep_s: int, namespace: str) -> AnylaunchJob:
     )
 
 
+@task(task_run_name="app-{index}")
+def run_anylaunch_job(index: int, sleep_s: int, namespace: str) -> dict[str, Any]:
+    job_run = _anylaunch_job(index, sleep_s, namespace).trigger()
+    job_run.wait_for_completion()
+    return job_run.fetch_result()
+
+
 @flow(name="engine-scale-anylaunch", task_runner=ThreadPoolTaskRunner(max_workers=MAX_WORKERS))
 def engine_scale_anylaunch(n: int = 5, sleep_s: int = 20, namespace: str = "default") -> None:
-    jobs = [_anylaunch_job(i, sleep_s, namespace) for i in range(n)]
-    handles = launch_app.map(jobs)
-    waits = wait_for_app.with_options(
-        task_run_name="app-{job.app[roles][0][env][BENCH_INDEX]}"
-    ).map(handles, jobs)
-    waits.result()
+    run_anylaunch_job.map(list(range(n)), unmapped(sleep_s), unmapped(namespace)).result()
 
 
 def _manifest(index: int, sleep_s: int, run: str) -> dict[str, Any]:
