@@ -60,11 +60,17 @@ def test_the_registry_loads_every_builtin_scheduler_from_its_torchx_module_path(
     assert paths == DEFAULT_SCHEDULER_MODULES
 
 
+#: TorchX's own public helpers an entry module also exposes (under TorchX's names).
+TORCHX_HELPERS = {"local_docker": ["has_docker"]}
+
+
 @pytest.mark.parametrize("name", sorted(PUBLIC))
 def test_an_entry_module_exposes_torchx_names_and_nothing_else(name: str) -> None:
     module = importlib.import_module(DEFAULT_SCHEDULER_MODULES[name])
     _, scheduler_class, opts, request = PUBLIC[name]
-    assert sorted(module.__all__) == sorted([scheduler_class, opts, request, "create_scheduler"])
+    helpers = TORCHX_HELPERS.get(name, [])
+    expected = [scheduler_class, opts, request, "create_scheduler", *helpers]
+    assert sorted(module.__all__) == sorted(expected)
     public = {n for n in vars(module) if n.isidentifier() and not n.startswith("_")}
     assert public == set(module.__all__), "an entry module imports what it exposes, only"
     assert issubclass(getattr(module, scheduler_class), Scheduler)

@@ -5,11 +5,14 @@ one status list per app: the launch's status call waits for the watch's first wo
 and the log readers describe from the watch's cache too (before that, a streamed app cost about
 six lists of each kind)."""
 
+import os
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import dagster as dg
+import pytest
 
 from anylaunch.specs import AppDef, Resource, Role
 from dagster_anylaunch import AnylaunchResource
@@ -37,10 +40,19 @@ def _engine_requests(mark: harness.AuditMark, namespace: str) -> Counter[str]:
 
 
 def test_concurrent_waits_share_one_watch(
-    own_namespace: str, kubelet: str, busybox_image: Any
+    own_namespace: str,
+    kubelet: str,
+    busybox_image: Any,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # a namespace of its own: the process's watch of the session's namespace may have been
-    # started by an earlier test, before this test's window of the audit log
+    # a watch of this test's own: the process-wide watch of the provisioned kubeconfig may have
+    # been started by an earlier test, and only a watch that ends is in the audit log (a copy
+    # of the kubeconfig is another identity, so its schedulers share a watch of their own,
+    # stopped when the last of them closes), in a namespace of its own
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_bytes(Path(os.environ["KUBECONFIG"]).read_bytes())
+    monkeypatch.setenv("KUBECONFIG", str(kubeconfig))
     require_backend(
         "the API server's audit log",
         harness.AUDIT_LOG.exists(),

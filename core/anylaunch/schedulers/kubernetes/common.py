@@ -14,6 +14,7 @@ from __future__ import annotations
 import abc
 import contextlib
 import logging
+import os
 import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -137,11 +138,13 @@ class KubernetesSchedulerBase(DockerWorkspaceMixin, Scheduler[Mapping[str, CfgVa
         self._kubeconfig = kubeconfig
         self._context = context
         # whom a shared watch acts as: a given client is its own (it may carry its own
-        # credentials or transport); loaded ones are as their kubeconfig and context say
+        # credentials or transport); loaded ones are as their kubeconfig file (``$KUBECONFIG``
+        # as it is now, as the client will load it) and context say
+        config_file = kubeconfig or os.environ.get("KUBECONFIG") or "~/.kube/config"
         self._identity = (
             f"client:{id(client)}"
             if client is not None
-            else f"kubeconfig:{kubeconfig or ''}:{context or ''}"
+            else f"kubeconfig:{config_file}:{context or ''}"
         )
         self._watch: KubeWatch | None = None
         self._watch_lock = threading.Lock()
