@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -211,14 +212,18 @@ def test_a_process_reads_its_own_cancel_and_delete_while_the_watch_lags(
 
 
 def test_schedulers_share_a_watch_only_as_the_same_user(
-    counting_client: CountingClient, kubelet: str
+    counting_client: CountingClient, kubelet: str, tmp_path: Path
 ) -> None:
     """One watch per server, selector and identity: schedulers loaded from the same
     kubeconfig share it, and so do those given the same client; a different client (which
     may carry other credentials) gets its own."""
     from tests.schedulers.kubernetes.kube_cluster import kubeconfig
 
-    loaded = [KubernetesScheduler("a", kubeconfig=kubeconfig()) for _ in range(2)]
+    # a copy: an identity of this test's own (an earlier test's unclosed scheduler of the
+    # provisioned kubeconfig would keep that watch running past this test's closes)
+    copy = tmp_path / "kubeconfig"
+    copy.write_bytes(Path(kubeconfig()).read_bytes())
+    loaded = [KubernetesScheduler("a", kubeconfig=str(copy)) for _ in range(2)]
     given = [KubernetesScheduler("b", client=counting_client) for _ in range(2)]
     other = KubernetesScheduler("c", client=CountingClient(counting_client.api_client))
     try:
