@@ -12,11 +12,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from anylaunch.schedulers.common.closing import Closing
 from anylaunch.specs.errors import InvalidSpecError
 
 if TYPE_CHECKING:
-    from types import TracebackType
-
     from anylaunch.runner.api import Runner
     from anylaunch.specs.api import AppDryRunInfo, AppHandle, Workspace
     from anylaunch.specs.runopts import CfgVal
@@ -46,7 +45,7 @@ def get_configured_trackers() -> dict[str, str | None]:
     return configured_trackers(load_sections)
 
 
-class ComponentRunner:
+class ComponentRunner(Closing):
     """Runs named components (``utils.echo``, ``path/file.py:fn``) through a runner, with
     per-component defaults (TorchX's ``ComponentRunner``). Closing it closes the runner.
 
@@ -74,17 +73,6 @@ class ComponentRunner:
     def runner(self) -> Runner:
         """The runner this component runner submits through."""
         return self._runner
-
-    def __enter__(self) -> ComponentRunner:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self._runner.close()
 
     def close(self) -> None:
         """Closes the runner (and the schedulers it created)."""
