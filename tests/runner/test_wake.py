@@ -52,15 +52,18 @@ def test_the_waiter_thread_ends_once_nobody_waits_and_does_not_spin() -> None:
     feed = ManualChangeFeed()
     waiter = AsyncChangeWaiter(feed, tick=0.05)
 
+    threads: list[threading.Thread | None] = []
+
     async def main() -> bool:
         waiting = asyncio.ensure_future(waiter.wait("ns:a", 120.0))
         await asyncio.sleep(0.1)
+        threads.append(waiter._thread)  # read while it waits: it may end as soon as it woke us
         feed.notify("ns:a")
         return await waiting
 
     try:
         assert asyncio.run(main()) is True
-        thread = waiter._thread
+        thread = threads[0]
         deadline = time.monotonic() + 60
         while waiter._thread is not None and time.monotonic() < deadline:
             time.sleep(0.05)
@@ -70,6 +73,7 @@ def test_the_waiter_thread_ends_once_nobody_waits_and_does_not_spin() -> None:
         assert not thread.is_alive()
         # a later wait starts a new thread and is still woken
         assert asyncio.run(main()) is True
+        assert threads[1] is not None and threads[1] is not thread
     finally:
         waiter.close()
 
