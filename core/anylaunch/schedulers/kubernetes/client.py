@@ -9,6 +9,7 @@ authentication and connection pooling).
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Mapping
 from typing import Any
 
@@ -79,6 +80,42 @@ def collection_path(api_version: str, kind: str, namespace: str) -> str:
     return f"{prefix}/namespaces/{namespace}/{plural}"
 
 
+#: Loaded API clients by (kubeconfig file as it is now, context). Every scheduler of one
+#: kubeconfig shares one client and its connection pool: loading a kubeconfig (a YAML parse,
+#: temp files for inline certificates, a TLS context) for each of hundreds of runners was a
+#: tenth of a waiting engine's CPU. A client refreshes an expiring exec-plugin or
+#: service-account token itself (the loader's ``refresh_api_key_hook``); an edited kubeconfig
+#: is another key, so it is loaded anew.
+_API_CLIENTS: dict[tuple[str, int, int, int, str], Any] = {}
+_API_CLIENTS_LOCK = threading.Lock()
+#: Connections each shared client keeps per API server: every following log holds one, and a
+#: full pool drops (and warns about) each connection given back to it beyond this.
+POOL_MAXSIZE = 256
+
+
+def _shared_api_client(k8s_config: Any, config_file: str, context: str | None) -> Any:
+    """The shared ``ApiClient`` of ``config_file`` as it is now (loaded on first use)."""
+    import os
+
+    path = os.path.abspath(os.path.expanduser(config_file))
+    st = os.stat(path)  # OSError: no such file (the caller falls back to in-cluster)
+    key = (path, st.st_ino, st.st_mtime_ns, st.st_size, context or "")
+    with _API_CLIENTS_LOCK:
+        client = _API_CLIENTS.get(key)
+        if client is None:
+            from kubernetes import client as k8s_client
+
+            configuration = k8s_client.Configuration()
+            configuration.connection_pool_maxsize = POOL_MAXSIZE
+            client = k8s_config.new_client_from_config(
+                config_file=path, context=context, client_configuration=configuration
+            )
+            for stale in [k for k in _API_CLIENTS if k[0] == path and k[4] == key[4]]:
+                del _API_CLIENTS[stale]  # that file's earlier contents
+            _API_CLIENTS[key] = client
+        return client
+
+
 def _status_message(status: int, data: bytes | str | None) -> tuple[str, str]:
     """(reason, message) from an error response body (a metav1.Status, or anything)."""
     text = data.decode("utf-8", "replace") if isinstance(data, bytes) else (data or "")
@@ -122,7 +159,7 @@ class KubeClient:
         # read $KUBECONFIG now: the client's own default was fixed when it was imported
         config_file = kubeconfig or os.environ.get("KUBECONFIG") or "~/.kube/config"
         try:
-            return cls(k8s_config.new_client_from_config(config_file=config_file, context=context))
+            return cls(_shared_api_client(k8s_config, config_file, context))
         except (k8s_config.ConfigException, OSError) as e:
             if kubeconfig is not None or context is not None:
                 raise KubernetesUnreachableError(
