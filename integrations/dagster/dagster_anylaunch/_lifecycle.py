@@ -284,11 +284,19 @@ class AppWatch:
         settings: LaunchSettings,
         client_name: str | None = CLIENT_NAME,
         reattach: bool = True,
+        record_launch: bool | None = None,
     ) -> None:
+        """``record_launch`` (default: ``reattach``): record the launch in Dagster's instance
+        (a launch-handle event, and the run tag ``anylaunch/<step>``), which is what a retry
+        of the step reattaches by. A step that never reattaches has nobody to read them, and
+        at hundreds of apps per run these writes are most of the step's own CPU."""
         self.context = context
         self.settings = settings
         self.client_name = client_name
         self.reattach = reattach and client_name is not None
+        self.record_launch = client_name is not None and (
+            reattach if record_launch is None else record_launch
+        )
         self.mask: Redactor = settings.redactor()
         self.handle: AppHandle | None = None
         self.reattached = False
@@ -407,6 +415,9 @@ class AppWatch:
             first_word(runner, handle)  # then a feed's cache answers, not the backend
             status = runner.status(handle)
             ui_url = status.ui_url if status is not None else None
+        if not self.record_launch:
+            self.context.log.info(f"launched {handle}" + (f" ({ui_url})" if ui_url else ""))
+            return
         step_key = _step_key(self.context)
         api = _reattach_api()
         if step_key is not None and api is not None and self.client_name is not None:
@@ -560,8 +571,7 @@ class AppWatch:
                 category=category,
                 params=params,
             )
-        assert outcome.status is not None
-        self.context.log.info(f"app {handle} SUCCEEDED in {duration:.1f}s")
+        assert outcome.status is not None  # the session has said it SUCCEEDED
         return AnylaunchRun(
             handle,
             outcome.status,

@@ -112,7 +112,8 @@ class AnylaunchOpConfig(dg.Config):
     reattach: bool = Field(
         default=True,
         description="On a retry or from-failure re-execution, reattach to the app an earlier "
-        "attempt launched if it is still running or succeeded.",
+        "attempt launched if it is still running or succeeded (False: always launch anew, and "
+        "record no launch for a retry to find).",
     )
 
     # a typo fails as the config is built (Definitions, or the step's start), not at launch

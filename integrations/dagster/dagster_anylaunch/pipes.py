@@ -129,7 +129,13 @@ class PipesAnylaunchClient(dg.PipesClient, TreatAsResourceParam):
             message_reader=self.message_reader,
             extras=extras,
         ) as session:
-            watch = AppWatch(context, settings, client_name=PIPES_CLIENT_NAME, reattach=False)
+            watch = AppWatch(
+                context,
+                settings,
+                client_name=PIPES_CLIENT_NAME,
+                reattach=False,  # a new Pipes session each attempt: its app is new too
+                record_launch=True,  # Dagster's own record of the Pipes session's launch
+            )
             result = watch.run(
                 resolved, extra_env=session.get_bootstrap_env_vars(), workspace=workspace
             )

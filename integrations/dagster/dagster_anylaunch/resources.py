@@ -480,7 +480,7 @@ class AnylaunchResource(dg.ConfigurableResource):  # type: ignore[type-arg]
         """Launches the app and sees it through, all inside the calling op or asset.
 
         Logs the dryrun request, launches (recording the handle as a launch-handle event and
-        a run tag), streams every replica's lines into ``context.log`` as they are written,
+        a run tag, unless ``reattach=False``), streams every replica's lines into ``context.log`` as they are written,
         waits with the startup/run timeouts, and returns the outcome. When the run is
         terminated the app is cancelled before the step ends. When a from-failure
         re-execution (or a retry of the step) finds the app an earlier attempt launched still
@@ -493,7 +493,9 @@ class AnylaunchResource(dg.ConfigurableResource):  # type: ignore[type-arg]
             scheduler: replaces the resource's scheduler
             cfg: merged over the resource's run options
             workspace: overrides the first role's workspace (``""`` disables it)
-            reattach: set False to always launch a new app
+            reattach: set False to always launch a new app (nor is the launch recorded for a
+                retry to find: no launch-handle event, no run tag; e.g. an op fanning out
+                hundreds of apps)
             targets: place the app on these targets (scheduler names or
                 ``{scheduler, cfg, startup_timeout}``) instead of the resource's scheduler or
                 targets; output metadata ``anylaunch/placement`` and ``anylaunch/attempt``

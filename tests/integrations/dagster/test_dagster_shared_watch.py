@@ -79,6 +79,13 @@ def test_concurrent_waits_share_one_watch(
     lines = [e.user_message for e in instance.all_logs(result.run_id)]
     for i in range(APPS):  # every app's log was streamed into the step's log
         assert any(f"done-{i}" in line for line in lines)
+    # reattach=False: no launch is recorded for a retry to find (no run tag, no launch event)
+    run = instance.get_run_by_id(result.run_id)
+    assert run is not None and not [k for k in run.tags if k.startswith("anylaunch/")]
+    assert not [
+        e for e in instance.all_logs(result.run_id) if "dagster_pipes/launch_handle" in repr(e)
+    ]
+    assert sum(line.startswith("launched ") for line in lines) == APPS
     requests = _engine_requests(mark, own_namespace)
     # one shared watch per kind for every app (its watches are logged once they end: the
     # last app's runner closing stopped them)
