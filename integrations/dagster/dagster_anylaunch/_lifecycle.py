@@ -415,9 +415,12 @@ class AppWatch:
             first_word(runner, handle)  # then a feed's cache answers, not the backend
             status = runner.status(handle)
             ui_url = status.ui_url if status is not None else None
-        if not self.record_launch:
-            self.context.log.info(f"launched {handle}" + (f" ({ui_url})" if ui_url else ""))
-            return
+        if self.record_launch:
+            self._record_for_reattach(handle, ui_url)
+        self.context.log.info(f"launched {handle}" + (f" ({ui_url})" if ui_url else ""))
+
+    def _record_for_reattach(self, handle: AppHandle, ui_url: str | None) -> None:
+        """The launch-handle event and the run tag a retry of the step reattaches by."""
         step_key = _step_key(self.context)
         api = _reattach_api()
         if step_key is not None and api is not None and self.client_name is not None:
@@ -432,7 +435,6 @@ class AppWatch:
                 ),
             )
         self._tag_run(handle)
-        self.context.log.info(f"launched {handle}" + (f" ({ui_url})" if ui_url else ""))
 
     def launch(
         self,

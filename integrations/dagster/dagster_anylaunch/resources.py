@@ -480,11 +480,12 @@ class AnylaunchResource(dg.ConfigurableResource):  # type: ignore[type-arg]
         """Launches the app and sees it through, all inside the calling op or asset.
 
         Logs the dryrun request, launches (recording the handle as a launch-handle event and
-        a run tag, unless ``reattach=False``), streams every replica's lines into ``context.log`` as they are written,
-        waits with the startup/run timeouts, and returns the outcome. When the run is
-        terminated the app is cancelled before the step ends. When a from-failure
-        re-execution (or a retry of the step) finds the app an earlier attempt launched still
-        running or succeeded, it reattaches to it instead of launching a duplicate.
+        a run tag, unless ``reattach=False``), streams every replica's lines into
+        ``context.log`` as they are written, waits with the startup/run timeouts, and returns
+        the outcome. When the run is terminated the app is cancelled before the step ends.
+        When a from-failure re-execution (or a retry of the step) finds the app an earlier
+        attempt launched still running or succeeded, it reattaches to it instead of launching
+        a duplicate.
 
         Args:
             context: the op's or asset's context

@@ -9,6 +9,7 @@ authentication and connection pooling).
 from __future__ import annotations
 
 import json
+import os
 import threading
 from collections.abc import Mapping
 from typing import Any
@@ -95,8 +96,6 @@ POOL_MAXSIZE = 256
 
 def _shared_api_client(k8s_config: Any, config_file: str, context: str | None) -> Any:
     """The shared ``ApiClient`` of ``config_file`` as it is now (loaded on first use)."""
-    import os
-
     path = os.path.abspath(os.path.expanduser(config_file))
     st = os.stat(path)  # OSError: no such file (the caller falls back to in-cluster)
     key = (path, st.st_ino, st.st_mtime_ns, st.st_size, context or "")
@@ -153,8 +152,6 @@ class KubeClient:
         from kubernetes import config as k8s_config_module
 
         k8s_config: Any = k8s_config_module  # untyped functions
-
-        import os
 
         # read $KUBECONFIG now: the client's own default was fixed when it was imported
         config_file = kubeconfig or os.environ.get("KUBECONFIG") or "~/.kube/config"
