@@ -74,6 +74,22 @@ def test_a_run_says_each_state_once_streams_every_line_masked_and_succeeds(
     assert outcome.tail == tuple(lines)
 
 
+def test_the_state_the_caller_already_told_is_not_said_again(runner: Runner) -> None:
+    handle = runner.run(_app("told", "import time; time.sleep(5)"), "local_cwd")
+    deadline = time.monotonic() + 60
+    while (status := runner.status(handle)) is None or status.state != AppState.RUNNING:
+        assert time.monotonic() < deadline, status
+        time.sleep(0.1)
+    said = Said()  # the caller has told RUNNING (e.g. in its launch line)
+    outcome = AppSession(
+        runner, handle, sink=said, poll_interval=0.2, said_state=AppState.RUNNING
+    ).run()
+
+    assert outcome.kind == "succeeded"
+    states = [t for t in said.texts() if t.startswith(f"anylaunch app {handle} is ")]
+    assert states == [f"anylaunch app {handle} is SUCCEEDED"], said
+
+
 @pytest.mark.usefixtures("faulty_local_plugin")
 def test_poll_errors_warn_once_per_streak_and_the_recovery_is_said(
     runner: Runner, tmp_path: Path
@@ -219,6 +235,7 @@ def test_a_wait_between_polls_wakes_on_the_change_feed(runner: Runner) -> None:
         ({"learn_secrets": "yes"}, "learn_secrets"),
         ({"secrets": ["s3cr3t-value-123"]}, "secrets"),
         ({"names": ("a", "b", "c")}, "names"),
+        ({"said_state": "PENDING"}, "said_state"),
     ],
 )
 def test_bad_arguments_are_refused_naming_the_field(

@@ -75,7 +75,7 @@ from anylaunch.runner.watch import (
     WatchPolicy,
     has_started,
 )
-from anylaunch.specs.api import AppStatus, parse_app_handle
+from anylaunch.specs.api import AppState, AppStatus, parse_app_handle
 from anylaunch.specs.checks import check_seconds, check_type
 from anylaunch.specs.secrets import Redactor, secret_values
 
@@ -155,6 +155,8 @@ class AppSession:
         run_timeout: seconds the app may run once started (None: no limit)
         startup_deadline, run_deadline: absolute startup / run deadlines (epoch seconds)
         already_started: the app is known to have started already
+        said_state: the state the caller has already told (e.g. in its launch line): the
+            session says the app's state from the first change after it
         max_poll_errors: consecutive failed status calls after which the watch is lost
         cancel_on_timeout: cancel the app when a deadline passes
         names: the caller's names of the poll interval and the timeouts (for its messages)
@@ -189,6 +191,7 @@ class AppSession:
         startup_deadline: float | None = None,
         run_deadline: float | None = None,
         already_started: bool = False,
+        said_state: AppState | None = None,
         max_poll_errors: int = DEFAULT_MAX_POLL_ERRORS,
         cancel_on_timeout: bool = True,
         cancel_on_failure: bool | None = None,
@@ -242,6 +245,14 @@ class AppSession:
                 "must be True, False or None",
                 "pass a bool",
             )
+        if said_state is not None:
+            check_type(
+                "said_state",
+                said_state,
+                AppState,
+                "must be an AppState or None",
+                "pass e.g. AppState.PENDING",
+            )
         cancel_wait_s = check_seconds("cancel_wait_s", cancel_wait_s, positive=False)
         self.handle = app_handle
         #: the runner of the session's calls (see ``runner`` above)
@@ -294,7 +305,7 @@ class AppSession:
 
             self._follower = LogFollower(log_positions, log_roles, log_replicas)
         self._logs_read_at = time.monotonic()  # the first read of a running app waits a while
-        self._state: str | None = None
+        self._state: str | None = None if said_state is None else said_state.name
         self._feed: ChangeFeed | None = None
         self._app_id = parse_app_handle(app_handle).app_id
         self._feed_found = False

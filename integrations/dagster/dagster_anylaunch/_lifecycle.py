@@ -409,15 +409,26 @@ class AppWatch:
                     return
                 time.sleep(pause)
 
-    def _record_launch(self, runner: Runner, handle: AppHandle) -> None:
+    def _record_launch(
+        self, runner: Runner, handle: AppHandle, request: str | None = None
+    ) -> AppState | None:
+        """Logs the launch in one entry (the app's state then, its link, the request it was
+        launched with): each entry is a row of Dagster's event log, and at hundreds of apps
+        per step those rows are most of the step's CPU. Returns the state it told, which the
+        session does not tell again."""
         ui_url: str | None = None
+        state: AppState | None = None
         with contextlib.suppress(Exception):  # the link is a convenience: the wait polls anyway
             first_word(runner, handle)  # then a feed's cache answers, not the backend
             status = runner.status(handle)
-            ui_url = status.ui_url if status is not None else None
+            if status is not None:
+                ui_url, state = status.ui_url, status.state
         if self.record_launch:
             self._record_for_reattach(handle, ui_url)
-        self.context.log.info(f"launched {handle}" + (f" ({ui_url})" if ui_url else ""))
+        text = f"launched {handle}" + (f": {state.name}" if state is not None else "")
+        text += f" ({ui_url})" if ui_url else ""
+        self.context.log.info(text + (f"\n{request}" if request else ""))
+        return state
 
     def _record_for_reattach(self, handle: AppHandle, ui_url: str | None) -> None:
         """The launch-handle event and the run tag a retry of the step reattaches by."""
@@ -442,16 +453,16 @@ class AppWatch:
         app: AppDef,
         extra_env: Mapping[str, str] | None = None,
         workspace: str | Workspace | None = None,
-    ) -> tuple[AppHandle, list[tuple[str, int]] | None]:
-        """Dry-runs (logging the request), schedules and records the app; returns its
-        handle and its replicas as ``(role, k)``."""
+    ) -> tuple[AppHandle, list[tuple[str, int]] | None, AppState | None]:
+        """Dry-runs, schedules and records the app (its launch line holds the request);
+        returns its handle, its replicas as ``(role, k)`` and the state the launch line
+        told."""
         env = {**self.settings.env, **self.settings.secret_env, **(extra_env or {})}
         app = with_env(app, env) if env else app
         if self.settings.placement is not None:
             handle = self._place(runner, app, self.settings.placement, workspace)
             self.handle = handle
-            self._record_launch(runner, handle)
-            return handle, _replicas(app)
+            return handle, _replicas(app), self._record_launch(runner, handle)
         try:
             info = runner.dryrun(
                 app,
@@ -463,16 +474,16 @@ class AppWatch:
         except AnylaunchError as e:
             # an invalid request (scheduler, run options, app) does not get better by retrying
             raise self._refused(e, invalid=True) from e
-        self.context.log.info(
-            f"anylaunch request for scheduler {self.settings.scheduler}:\n" + self.mask(str(info))
+        request = f"anylaunch request for scheduler {self.settings.scheduler}:\n" + self.mask(
+            str(info)
         )
         try:
             handle = runner.schedule(info)
         except AnylaunchError as e:  # e.g. the scheduler is unreachable: a retry may work
+            self.context.log.info(request)  # what was refused
             raise self._refused(e, invalid=False) from e
         self.handle = handle
-        self._record_launch(runner, handle)
-        return handle, _replicas(app)
+        return handle, _replicas(app), self._record_launch(runner, handle, request)
 
     def _refused(self, error: AnylaunchError, *, invalid: bool) -> dg.Failure:
         """The step's failure when the launch is refused: an invalid request (scheduler, run
@@ -535,10 +546,11 @@ class AppWatch:
         with self.settings.runner() as runner:
             handle = self._try_reattach(runner, launched, workspace) if self.reattach else None
             replicas: list[tuple[str, int]] | None = None
+            said_state: AppState | None = None
             if handle is not None:
                 self.handle, self.reattached = handle, True
             else:
-                handle, replicas = self.launch(runner, app, extra_env, workspace)
+                handle, replicas, said_state = self.launch(runner, app, extra_env, workspace)
             settings = self.settings
             session = AppSession(
                 runner,
@@ -547,6 +559,7 @@ class AppWatch:
                 poll_interval=settings.poll_interval_s,
                 startup_timeout=settings.startup_timeout_s,
                 run_timeout=settings.run_timeout_s,
+                said_state=said_state,
                 names=SECONDS_OPTION_NAMES,
                 secrets=self.mask,
                 logs="pump" if settings.stream_logs else "off",

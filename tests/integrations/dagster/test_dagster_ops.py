@@ -123,12 +123,15 @@ def test_op_streams_the_apps_lines_into_the_run_log_as_they_are_written(
         late = entries_with(instance, result.run_id, f"main/{k} late line")
         assert len(early) == 1 and len(late) == 1, logs
         assert early[0].timestamp < late[0].timestamp
-    launched_at = next(i for i, m in enumerate(logs) if m.startswith(f"launched {app.app_handle}"))
-    request_at = next(
-        i for i, m in enumerate(logs) if "anylaunch request for scheduler local_cwd" in m
-    )
+    # one entry tells the launch, its state then and the request (each entry is a row)
+    (launched_at,) = [i for i, m in enumerate(logs) if m.startswith(f"launched {app.app_handle}")]
+    assert "\nanylaunch request for scheduler local_cwd:\n" in logs[launched_at]
+    assert not any(m.startswith("anylaunch request") for m in logs)
     first_line_at = next(i for i, m in enumerate(logs) if "main/0 early line" in m)
-    assert request_at < launched_at < first_line_at
+    assert launched_at < first_line_at
+    told = logs[launched_at].split("\n")[0].split(": ")[-1].split(" (")[0]
+    assert told in AppState.__members__, logs[launched_at]
+    assert f"anylaunch app {app.app_handle} is {told}" not in logs  # not told twice
     # the handle is on the output and in a run tag (visible in the UI while the app runs)
     (output,) = [e for e in result.all_events if e.event_type_value == "STEP_OUTPUT"]
     metadata = output.step_output_data.metadata
