@@ -34,6 +34,7 @@ from anylaunch.specs.handles import is_placed
 from anylaunch.specs.runopts import CfgVal
 from anylaunch.specs.secrets import Redactor, app_redactor
 from dagster_anylaunch.arrays import array_metadata
+from dagster_anylaunch.call_slots import CALL_SLOTS
 from dagster_anylaunch.placement import placement_metadata, targets_text
 from dagster_anylaunch.tracked import tracked_metadata
 
@@ -156,26 +157,29 @@ class AnylaunchRun:
         return meta
 
 
-def run_tag_key(step_key: str) -> str:
-    """The run tag holding the handle of the app a step launched.
+def run_tag_key(step_key: str, slot: str | None = None) -> str:
+    """The run tag holding the handle of the app a step launched last or, with ``slot``, of
+    that call of the step (:mod:`~dagster_anylaunch.call_slots`: what a retry reattaches by).
 
-    >>> run_tag_key("train"), run_tag_key("fan_out[2]")
-    ('anylaunch/train', 'anylaunch/fan_out_2_')
+    >>> run_tag_key("train"), run_tag_key("fan_out[2]"), run_tag_key("train", "3f2a9c01b2c4.1")
+    ('anylaunch/train', 'anylaunch/fan_out_2_', 'anylaunch/train/3f2a9c01b2c4.1')
     """
-    return RUN_TAG_PREFIX + _TAG_UNSAFE.sub("_", step_key)[:63]
+    step = _TAG_UNSAFE.sub("_", step_key)
+    return RUN_TAG_PREFIX + (step[:63] if slot is None else f"{step[:48]}/{slot}")
 
 
 def handle_from_run_tags(
-    instance: dg.DagsterInstance, run: dg.DagsterRun, step_key: str
+    instance: dg.DagsterInstance, run: dg.DagsterRun, step_key: str, slot: str | None = None
 ) -> AppHandle | None:
-    """The handle of the app ``step_key`` launched in ``run`` or, across from-failure
-    re-executions only, in its parent runs (the way Dagster's launch handles are looked up).
+    """The handle of the app ``step_key`` (its call ``slot``, if given) launched in ``run``
+    or, across from-failure re-executions only, in its parent runs (the way Dagster's launch
+    handles are looked up).
 
     Used where the installed Dagster has no launch-handle events (1.13.0 has none).
     The run is read again from the instance: the ``run`` a step's context holds is the one
     the run started with, without the tags earlier attempts of the step added since.
     """
-    key = run_tag_key(step_key)
+    key = run_tag_key(step_key, slot)
     current: dg.DagsterRun | None = instance.get_run_by_id(run.run_id) or run
     seen: set[str] = set()
     while current is not None and current.run_id not in seen and len(seen) < _MAX_ANCESTRY:
@@ -287,9 +291,10 @@ class AppWatch:
         record_launch: bool | None = None,
     ) -> None:
         """``record_launch`` (default: ``reattach``): record the launch in Dagster's instance
-        (a launch-handle event, and the run tag ``anylaunch/<step>``), which is what a retry
-        of the step reattaches by. A step that never reattaches has nobody to read them, and
-        at hundreds of apps per run these writes are most of the step's own CPU."""
+        (a launch-handle event, and the run tags ``anylaunch/<step>`` and this call's
+        ``anylaunch/<step>/<slot>``), which is what a retry of the step reattaches by. A step
+        that never reattaches has nobody to read them, and at hundreds of apps per run these
+        writes are most of the step's own CPU."""
         self.context = context
         self.settings = settings
         self.client_name = client_name
@@ -300,6 +305,8 @@ class AppWatch:
         self.mask: Redactor = settings.redactor()
         self.handle: AppHandle | None = None
         self.reattached = False
+        #: which of its step's launches this call is (set by :meth:`run` where recorded)
+        self.slot: str | None = None
 
     @property
     def _op_context(self) -> dg.OpExecutionContext:
@@ -315,11 +322,11 @@ class AppWatch:
         api = _reattach_api()
         if api is not None:
             found: PipesLaunchHandle | None = api.find_latest_launch_handle(
-                self._op_context, client_name=self.client_name
+                self._op_context, client_name=self._slot_client_name()
             )
             return (found.external_run_id, found) if found is not None else None
         previous = handle_from_run_tags(
-            self.context.instance, self._op_context.dagster_run, step_key
+            self.context.instance, self._op_context.dagster_run, step_key, self.slot
         )
         return (previous, None) if previous else None
 
@@ -379,10 +386,18 @@ class AppWatch:
         )
         return handle
 
+    def _slot_client_name(self) -> str:
+        """The launch-handle client name of this call of the step."""
+        return f"{self.client_name}/{self.slot}" if self.slot else str(self.client_name)
+
     def _tag_run(self, handle: AppHandle) -> None:
+        """Tags the run with the handle: the step's tag (the UI's, its last launch) and this
+        call's (what a retry reattaches by), in one write."""
         step_key = _step_key(self.context)
         if step_key is not None:
             tags = {run_tag_key(step_key): handle}
+            if self.slot is not None:
+                tags[run_tag_key(step_key, self.slot)] = handle
             self._bookkeep(
                 "tag the run with the app's handle",
                 lambda: self.context.instance.add_run_tags(self._op_context.run_id, tags),
@@ -435,7 +450,7 @@ class AppWatch:
         step_key = _step_key(self.context)
         api = _reattach_api()
         if step_key is not None and api is not None and self.client_name is not None:
-            client_name = self.client_name
+            client_name = self._slot_client_name()
             self._bookkeep(
                 "record the launch",
                 lambda: api.record_external_launch(
@@ -543,6 +558,10 @@ class AppWatch:
         params = app.array.params if app.array is not None else ()
         env = {**self.settings.env, **self.settings.secret_env}
         launched = with_env(app, env) if env else app  # what a reattach drives
+        step_key = _step_key(self.context)
+        if step_key is not None and (self.reattach or self.record_launch):
+            attempt = (self._op_context.run_id, step_key, self._op_context.retry_number)
+            self.slot = CALL_SLOTS.take(attempt, app)
         with self.settings.runner() as runner:
             handle = self._try_reattach(runner, launched, workspace) if self.reattach else None
             replicas: list[tuple[str, int]] | None = None

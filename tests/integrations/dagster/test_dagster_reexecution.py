@@ -9,6 +9,7 @@ import subprocess
 import sys
 import threading
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import dagster as dg
@@ -202,6 +203,47 @@ def test_a_step_retry_launches_anew_when_the_app_failed(
     assert result.output_for_node("flaky") == second.app_handle
     logs = user_logs(instance, result.run_id)
     assert any(f"app {first.app_handle} of an earlier attempt ended FAILED" in m for m in logs)
+
+
+def test_a_retry_of_a_step_that_launched_several_apps_reattaches_each_call_to_its_own(
+    instance: dg.DagsterInstance, launched_apps, user_logs
+) -> None:
+    # the first attempt launches three apps (two of them the same request) and fails after
+    # they ended; the retry makes the same calls, the last two from threads
+    def app(name: str, text: str) -> AppDef:
+        code = f"print({text!r}, flush=True)"
+        return AppDef(name, [Role("main", image=".", entrypoint=sys.executable, args=["-c", code])])
+
+    calls = [app("prep", "prep"), app("shard", "same"), app("shard", "same")]
+
+    @dg.op(retry_policy=dg.RetryPolicy(max_retries=1))
+    def fan_out(context: dg.OpExecutionContext, anylaunch: AnylaunchResource) -> list:
+        first = anylaunch.run(context, calls[0])
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            rest = list(pool.map(lambda a: anylaunch.run(context, a), calls[1:]))
+        if context.retry_number == 0:
+            raise RuntimeError("the step fails after its apps ended")
+        return [(r.handle, r.reattached) for r in (first, *rest)]
+
+    @dg.job(resource_defs={"anylaunch": AnylaunchResource(poll_interval_s=0.2)})
+    def fan_out_job() -> None:
+        fan_out()
+
+    result = fan_out_job.execute_in_process(instance=instance)
+
+    assert result.success
+    apps = launched_apps()
+    assert len(apps) == 3  # the retry launched nothing
+    outcome = result.output_for_node("fan_out")
+    assert [reattached for _, reattached in outcome] == [True, True, True]
+    by_handle = {a.app_handle: a for a in apps}
+    handles = [handle for handle, _ in outcome]
+    assert sorted(handles) == sorted(by_handle)  # each app once: no call took another's
+    assert by_handle[handles[0]].app_handle.split("/")[-1].startswith("prep-")
+    run = instance.get_run_by_id(result.run_id)
+    assert run is not None
+    slots = {k: v for k, v in run.tags.items() if k.startswith(run_tag_key("fan_out") + "/")}
+    assert sorted(slots.values()) == sorted(by_handle)
 
 
 def test_the_run_tag_lookup_sees_tags_added_after_the_run_started(
