@@ -75,7 +75,7 @@ def test_a_run_says_each_state_once_streams_every_line_masked_and_succeeds(
 
 
 def test_the_state_the_caller_already_told_is_not_said_again(runner: Runner) -> None:
-    handle = runner.run(_app("told", "import time; time.sleep(5)"), "local_cwd")
+    handle = runner.run(_app("told", "import time; time.sleep(3)"), "local_cwd")
     deadline = time.monotonic() + 60
     while (status := runner.status(handle)) is None or status.state != AppState.RUNNING:
         assert time.monotonic() < deadline, status
