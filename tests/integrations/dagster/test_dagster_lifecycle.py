@@ -49,6 +49,24 @@ def failure_of(result: dg.ExecuteInProcessResult, node: str) -> Any:
     return failure.user_failure_data
 
 
+def test_a_refused_launch_logs_the_request_it_refused_and_fails_the_step(
+    instance: dg.DagsterInstance, user_logs: UserLogs, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a real refusal: no Docker engine answers at this socket
+    monkeypatch.setenv("DOCKER_HOST", "unix:///nonexistent/anylaunch-test/docker.sock")
+    app = AppDef("refused", [Role("main", image="busybox:latest", entrypoint="echo")])
+    resource = AnylaunchResource(scheduler="local_docker")
+    result = run_op(build_anylaunch_op("refused", app), resource, instance)
+
+    assert not result.success
+    data = failure_of(result, "refused")
+    assert data.metadata["reason"].value == "launch"
+    assert data.description.startswith("could not launch the app: cannot reach the local_docker")
+    logs = user_logs(instance, result.run_id)
+    assert [m for m in logs if m.startswith("anylaunch request for scheduler local_docker:")]
+    assert not [m for m in logs if m.startswith("launched ")]
+
+
 # --- one record per line ---------------------------------------------------------------------
 
 FIFTY_LINES = "for i in range(50): print(f'line{i}', flush=True)"
