@@ -1,4 +1,5 @@
-"""How an app's end is told to a human: one failure summary for every engine and the CLI.
+"""How an app's end is told to a human: one failure summary for every engine and the CLI
+(and :func:`state_record`, the record of each new state a session says on the way).
 
 The summary holds the app's end state and message, the exit code and stderr tail that the
 scheduler put in its structured error, and the last lines the watcher saw, with every secret
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -30,7 +32,14 @@ from anylaunch.runner.failures import FailureCategory, decision_category
 from anylaunch.runner.watch import Decision, Done, RunTimedOut, StartupTimedOut
 from anylaunch.specs.api import NONE, AppStatus
 
-__all__ = ["Outcome", "error_details", "failure_summary", "masked_status", "with_tail"]
+__all__ = [
+    "Outcome",
+    "error_details",
+    "failure_summary",
+    "masked_status",
+    "state_record",
+    "with_tail",
+]
 
 #: stderr lines of the structured error kept in a summary.
 STDERR_TAIL_LINES = 10
@@ -209,3 +218,22 @@ class Outcome:
     def category(self) -> FailureCategory | None:
         """The failure category (:mod:`anylaunch.runner.failures`); None on success."""
         return decision_category(self.decision)
+
+
+def state_record(handle: str, status: AppStatus) -> tuple[int, str]:
+    """The record of an app's new state: an array's ends with its summary, a WARNING when it
+    succeeded by its ``min_success_ratio`` with failed indices (say which, in every engine).
+
+    >>> from anylaunch.specs import AppState, ArrayStatus
+    >>> array = ArrayStatus(4, {i: AppState.SUCCEEDED for i in (0, 1, 3)}, {}, 0.75)
+    >>> array.states[2] = AppState.FAILED
+    >>> state_record("h", AppStatus(AppState.SUCCEEDED, array=array))
+    (30, 'anylaunch app h is SUCCEEDED (array: 3/4 succeeded (3 required); failed indices: 2)')
+    """
+    text = f"anylaunch app {handle} is {status.state.name}"
+    array = status.array
+    if array is None or not status.is_terminal():
+        return logging.INFO, text
+    text += f" ({array.summary()})"
+    succeeded_with_failures = status.state.name == "SUCCEEDED" and bool(array.failed())
+    return (logging.WARNING if succeeded_with_failures else logging.INFO), text

@@ -51,7 +51,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from anylaunch.runner.driver import cancel_and_wait
 from anylaunch.runner.lines import TAIL_LINES, LineBuffer
-from anylaunch.runner.outcome import Outcome, failure_summary, masked_status
+from anylaunch.runner.outcome import Outcome, failure_summary, masked_status, state_record
 from anylaunch.runner.session_options import (
     DEFAULT_OPTION_NAMES,
     OptionNames,
@@ -76,7 +76,7 @@ from anylaunch.runner.watch import (
     has_started,
 )
 from anylaunch.specs.api import AppState, AppStatus, parse_app_handle
-from anylaunch.specs.checks import check_seconds, check_type
+from anylaunch.specs.checks import check_seconds
 from anylaunch.specs.secrets import Redactor, secret_values
 
 if TYPE_CHECKING:
@@ -236,23 +236,9 @@ class AppSession:
             tail_size=tail_size,
             option_names=names,
             secrets=secrets,
+            cancel_on_failure=cancel_on_failure,
+            said_state=said_state,
         )
-        if cancel_on_failure is not None:
-            check_type(
-                "cancel_on_failure",
-                cancel_on_failure,
-                bool,
-                "must be True, False or None",
-                "pass a bool",
-            )
-        if said_state is not None:
-            check_type(
-                "said_state",
-                said_state,
-                AppState,
-                "must be an AppState or None",
-                "pass e.g. AppState.PENDING",
-            )
         cancel_wait_s = check_seconds("cancel_wait_s", cancel_wait_s, positive=False)
         self.handle = app_handle
         #: the runner of the session's calls (see ``runner`` above)
@@ -377,7 +363,7 @@ class AppSession:
                 self.say(level, f"anylaunch app {self.handle}: {note}")
             if isinstance(observation, AppStatus) and observation.state.name != self._state:
                 self._state = observation.state.name
-                self.say(*_state_record(self.handle, observation))
+                self.say(*state_record(self.handle, observation))
             if self._on_status is not None:
                 self._on_status(observation)
         return self.policy.observe(observation, self._clock())
@@ -770,25 +756,6 @@ class AppSession:
             ).start()
         except Exception as e:  # logs are a convenience: never fail the wait over them
             self.say(logging.WARNING, f"cannot stream the logs of anylaunch app {self.handle}: {e}")
-
-
-def _state_record(handle: str, status: AppStatus) -> tuple[int, str]:
-    """The record of an app's new state: an array's ends with its summary, a WARNING when it
-    succeeded by its ``min_success_ratio`` with failed indices (say which, in every engine).
-
-    >>> from anylaunch.specs import AppState, ArrayStatus
-    >>> array = ArrayStatus(4, {i: AppState.SUCCEEDED for i in (0, 1, 3)}, {}, 0.75)
-    >>> array.states[2] = AppState.FAILED
-    >>> _state_record("h", AppStatus(AppState.SUCCEEDED, array=array))
-    (30, 'anylaunch app h is SUCCEEDED (array: 3/4 succeeded (3 required); failed indices: 2)')
-    """
-    text = f"anylaunch app {handle} is {status.state.name}"
-    array = status.array
-    if array is None or not status.is_terminal():
-        return logging.INFO, text
-    text += f" ({array.summary()})"
-    succeeded_with_failures = status.state.name == "SUCCEEDED" and bool(array.failed())
-    return (logging.WARNING if succeeded_with_failures else logging.INFO), text
 
 
 def cancel_app(handle: str, wait_s: float = 0.0, runner: Runner | None = None) -> AppStatus | None:

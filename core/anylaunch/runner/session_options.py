@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import NamedTuple
 
+from anylaunch.specs.api import AppState
 from anylaunch.specs.checks import check_type
 from anylaunch.specs.errors import InvalidSpecError
 from anylaunch.specs.secrets import Redactor
@@ -55,6 +56,8 @@ def check_session_arguments(
     tail_size: object,
     option_names: object,
     secrets: object,
+    cancel_on_failure: object,
+    said_state: object,
 ) -> None:
     """Every argument of :class:`AppSession` checked where it enters, naming the field and the
     fix (the policy's limits are checked by :class:`WatchPolicy`)."""
@@ -102,6 +105,22 @@ def check_session_arguments(
     if secrets is not None:
         check_type(
             "secrets", secrets, Redactor, "must be a Redactor or None", "e.g. Redactor([...])"
+        )
+    if cancel_on_failure is not None:
+        check_type(
+            "cancel_on_failure",
+            cancel_on_failure,
+            bool,
+            "must be True, False or None",
+            "pass a bool",
+        )
+    if said_state is not None:
+        check_type(
+            "said_state",
+            said_state,
+            AppState,
+            "must be an AppState or None",
+            "pass e.g. AppState.PENDING",
         )
 
 
